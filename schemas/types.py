@@ -1,0 +1,51 @@
+"""Field types shared by the messages of the contract."""
+
+import re
+from calendar import monthrange
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
+
+# An id (game or player): ASCII, no separators, so keys built from ids cannot collide.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+
+CategoryName = Literal["rapid", "blitz", "bullet"]
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|([+-])(\d{2}):(\d{2}))"
+)
+
+
+def check_rfc3339(value: str) -> str:
+    """Accept an RFC 3339 date-time with `Z` or a `+hh:mm` offset; return it unchanged.
+
+    Kept as the string it came in (the output copies it verbatim). A leap second (:60) is
+    accepted, as RFC 3339 allows it; so are a lowercase `t`/`z`, which RFC 3339 also allows.
+    """
+    m = _RFC3339.fullmatch(value)
+    if m is None:
+        raise ValueError("must be an RFC 3339 timestamp with Z or a +hh:mm offset, e.g. 2026-11-29T21:44:51Z")
+    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
+    if not (1 <= month <= 12 and 1 <= day <= monthrange(year, month)[1]):
+        raise ValueError("has no such calendar date")
+    if hour > 23 or minute > 59 or second > 60:
+        raise ValueError("has no such time of day")
+    if m.group(7) is not None and (int(m.group(8)) > 23 or int(m.group(9)) > 59):
+        raise ValueError("has an impossible UTC offset")
+    return value
+
+
+Timestamp = Annotated[
+    str,
+    AfterValidator(check_rfc3339),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+
+# A number with at most two decimals (ratings, changes, probabilities), exact as Decimal.
+TwoDecimals = Annotated[
+    Decimal,
+    Field(decimal_places=2),
+    WithJsonSchema({"type": "number", "multipleOf": 0.01}),
+]

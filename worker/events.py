@@ -1,0 +1,102 @@
+"""Output events (`arena.rating.changed.v1`) and their encoding, byte for byte as the contract says.
+
+Compact UTF-8 JSON, keys in the contract's order, ratings with exactly two decimals. An event
+is encoded once; a re-publication sends the stored bytes, never a re-encoding.
+"""
+
+import json
+from dataclasses import dataclass
+
+from worker.rules.categories import Category
+from worker.rules.hundredths import format_fixed2
+from worker.rules.state import RatingState
+from worker.rules.system import Kind
+
+_SCORES = {100: "1", 50: "0.5", 0: "0"}
+
+
+def rating_key(player_id: str, category: Category) -> str:
+    """The key of one rating: the output record key, `{player_id}/{category}`.
+
+    Ids cannot contain "/", so two different ratings never share a key.
+    """
+    return f"{player_id}/{category}"
+
+
+@dataclass(frozen=True, slots=True)
+class RatingEvent:
+    """One change of one rating. Numbers are hundredths; `seq` is `state.seq`."""
+
+    event_id: str
+    game_id: str | None
+    source_event_id: str | None
+    player_id: str
+    opponent_id: str | None
+    category: Category
+    kind: Kind
+    score: int | None
+    rating_before: int | None
+    rating_after: int | None
+    display_before: int
+    display_after: int
+    k_factor: int | None
+    expected_score: int | None
+    state: RatingState
+    finished_at: str | None
+
+    @property
+    def key(self) -> str:
+        return rating_key(self.player_id, self.category)
+
+    @property
+    def seq(self) -> int:
+        return self.state.seq
+
+    @property
+    def delta(self) -> int | None:
+        if self.rating_before is None or self.rating_after is None:
+            return None
+        return self.rating_after - self.rating_before
+
+
+def _string(value: str | None) -> str:
+    return "null" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _fixed2(value: int | None) -> str:
+    return "null" if value is None else format_fixed2(value)
+
+
+def _int(value: int | None) -> str:
+    return "null" if value is None else str(value)
+
+
+def _score(value: int | None) -> str:
+    return "null" if value is None else _SCORES[value]
+
+
+def encode_state(state: RatingState) -> str:
+    qualifying = ",".join(
+        f'{{"game_id":{_string(q.game_id)},"opponent_id":{_string(q.opponent_id)},'
+        f'"opponent_rating":{format_fixed2(q.opponent_rating)},"score":{_SCORES[q.score]}}}'
+        for q in state.qualifying
+    )
+    status = "rated" if state.rated else "unrated"
+    return (
+        f'{{"status":"{status}","rating":{_fixed2(state.rating)},"rated_games":{state.rated_games},'
+        f'"qualifying":[{qualifying}],"seq":{state.seq}}}'
+    )
+
+
+def encode(event: RatingEvent) -> bytes:
+    """The event's value bytes: compact JSON, keys in the order of the contract's table."""
+    return (
+        f'{{"event_id":{_string(event.event_id)},"game_id":{_string(event.game_id)},'
+        f'"source_event_id":{_string(event.source_event_id)},"player_id":{_string(event.player_id)},'
+        f'"opponent_id":{_string(event.opponent_id)},"category":"{event.category}","kind":"{event.kind}",'
+        f'"score":{_score(event.score)},"rating_before":{_fixed2(event.rating_before)},'
+        f'"rating_after":{_fixed2(event.rating_after)},"display_before":{event.display_before},'
+        f'"display_after":{event.display_after},"delta":{_fixed2(event.delta)},'
+        f'"k_factor":{_int(event.k_factor)},"expected_score":{_fixed2(event.expected_score)},'
+        f'"seq":{event.seq},"state":{encode_state(event.state)},"finished_at":{_string(event.finished_at)}}}'
+    ).encode()

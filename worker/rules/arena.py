@@ -1,0 +1,107 @@
+"""The Premium Chess Arena rating rules, as `shared/spec/arena-rules.md` reads them.
+
+Everything is in integer hundredths: ratings, PD, scores (a win is 100, a draw 50).
+Not taken from FIDE: the 400-point cap, K = 10 from 2400, the K*n <= 700 cap and rounding
+changes to whole points (the arena's text does not say them).
+"""
+
+from dataclasses import dataclass, replace
+
+from schemas.game_finished import GameFinished
+from worker.rules.categories import Category, category_of
+from worker.rules.hundredths import ONE, round_half_up
+from worker.rules.state import QualifyingGame, RatingState
+from worker.rules.system import Change, Kind, Pairing, Rated, Skip
+from worker.rules.tables import dp_for, pd_higher
+
+FLOOR = 1000 * ONE  # a rating under 1000.00 is lost; exactly 1000.00 is kept
+QUALIFYING_GAMES = 5
+PROVISIONAL_GAMES = 30  # K = 40 for the 1st to 30th rated game after a rating is established
+K_PROVISIONAL = 40
+K_ESTABLISHED = {Category.RAPID: 20, Category.BLITZ: 20, Category.BULLET: 10}
+BONUS_PER_HALF_POINT = 20 * ONE  # Rf = Ra + 20 for each half point over 50%
+
+
+def k_factor(category: Category, rated_games: int) -> int:
+    """K for a player who has completed `rated_games` rated games since his rating was established."""
+    return K_PROVISIONAL if rated_games < PROVISIONAL_GAMES else K_ESTABLISHED[category]
+
+
+def expected_scores(rating_a: int, rating_b: int) -> tuple[int, int]:
+    """Table B's PD for each player (hundredths), from D = |Ra - Rb| rounded to a whole point."""
+    d = round_half_up(abs(rating_a - rating_b), ONE)
+    high = pd_higher(d)
+    if rating_a == rating_b:
+        return 50, 50
+    return (high, ONE - high) if rating_a > rating_b else (ONE - high, high)
+
+
+def rated_game(category: Category, state: RatingState, expected: int, score: int) -> Change:
+    """A rated player's game against a rated opponent: Rn = Ro + K * (score - PD), then the floor."""
+    assert state.rating is not None
+    k = k_factor(category, state.rated_games)
+    new_rating = state.rating + k * (score - expected)
+    if new_rating < FLOOR:
+        return Change(Kind.RATING_LOST, RatingState(seq=state.seq), k, expected)
+    after = replace(state, rating=new_rating, rated_games=state.rated_games + 1)
+    return Change(Kind.RATED_GAME, after, k, expected)
+
+
+def first_rating(games: tuple[QualifyingGame, ...]) -> int:
+    """Rf from the counted qualifying games (hundredths), before the floor is applied."""
+    n = len(games)
+    average = round_half_up(sum(g.opponent_rating for g in games), n)  # Ra, to 0.01, .005 upwards
+    total = sum(g.score for g in games)  # S in hundredths
+    half = n * ONE // 2  # 50%: S = 2.5 of 5
+    if total >= half:
+        return average + BONUS_PER_HALF_POINT * (total - half) // 50
+    p = total // n  # S/5 is always a whole number of hundredths (S is a multiple of 0.5)
+    return average + dp_for(p) * ONE
+
+
+def qualifying_game(
+    state: RatingState, game_id: str, opponent_id: str, opponent_rating: int, score: int
+) -> Change | None:
+    """An unrated player's game against a rated opponent; None when it is not counted."""
+    if not state.qualifying and score == 0:
+        return None  # the count starts with the first game scoring at least 0.5
+    counted = (*state.qualifying, QualifyingGame(game_id, opponent_id, opponent_rating, score))
+    if len(counted) < QUALIFYING_GAMES:
+        return Change(Kind.QUALIFYING_GAME, replace(state, qualifying=counted))
+    rating = first_rating(counted)
+    if rating < FLOOR:
+        return Change(Kind.QUALIFICATION_RESET, RatingState(seq=state.seq))
+    return Change(Kind.FIRST_RATING, RatingState(rating=rating, seq=state.seq))
+
+
+@dataclass(frozen=True, slots=True)
+class ArenaRules:
+    """The arena's rating system (see `worker.rules.system.RatingSystem`)."""
+
+    def category(self, game: GameFinished) -> Category | Skip:
+        if not game.rated:
+            return Skip.RATED_FALSE
+        if game.termination == "forfeit":
+            return Skip.FORFEIT
+        if game.termination == "aborted":
+            return Skip.ABORTED
+        tc = game.time_control
+        category = category_of(tc.base_seconds, tc.increment_seconds)
+        return Skip.UNRATED_TIME_CONTROL if category is None else category
+
+    def rate(self, pairing: Pairing, category: Category, white: RatingState, black: RatingState) -> Rated | Skip:
+        if white.rating is not None and black.rating is not None:
+            pd_white, pd_black = expected_scores(white.rating, black.rating)
+            return Rated(
+                rated_game(category, white, pd_white, pairing.white_score),
+                rated_game(category, black, pd_black, pairing.black_score),
+            )
+        if white.rating is None and black.rating is None:
+            return Skip.BOTH_UNRATED
+        # One rated, one unrated: the rated player's state never changes.
+        if white.rating is None:
+            assert black.rating is not None
+            change = qualifying_game(white, pairing.game_id, pairing.black_id, black.rating, pairing.white_score)
+            return Skip.NOT_COUNTED if change is None else Rated(change, None)
+        change = qualifying_game(black, pairing.game_id, pairing.white_id, white.rating, pairing.black_score)
+        return Skip.NOT_COUNTED if change is None else Rated(None, change)

@@ -1,0 +1,42 @@
+"""Exact numbers: ratings, changes and probabilities as integer hundredths.
+
+1800.20 is held as 180020. Nothing in the rules or the engine ever uses a float.
+"""
+
+ONE = 100  # 1.00, a whole point or a probability of 1
+
+
+def round_half_up(numerator: int, denominator: int) -> int:
+    """The integer nearest to numerator/denominator, halves rounded upwards (towards +inf).
+
+    The arena rounds ".5 upwards" (2215.50 -> 2216); for the non-negative values the rules
+    round (ratings, rating differences, averages) this is also "half away from zero".
+    """
+    if denominator <= 0:
+        raise ValueError("denominator must be positive")
+    return (2 * numerator + denominator) // (2 * denominator)
+
+
+def display(hundredths: int) -> int:
+    """The displayed rating: the official rating rounded to an integer, .5 upwards."""
+    return round_half_up(hundredths, ONE)
+
+
+def format_fixed2(hundredths: int) -> str:
+    """Two decimals exactly, as the contract encodes ratings: 180020 -> "1800.20", -720 -> "-7.20"."""
+    sign = "-" if hundredths < 0 else ""
+    whole, cents = divmod(abs(hundredths), ONE)
+    return f"{sign}{whole}.{cents:02d}"
+
+
+def parse_fixed2(text: str) -> int:
+    """Parse a non-negative decimal with at most two decimals ("1800", "1800.5", "1800.25").
+
+    Raises ValueError for anything else (signs, exponents, three decimals, spaces).
+    """
+    whole, dot, frac = text.partition(".")
+    if not whole.isascii() or not whole.isdigit() or (dot and not (frac.isascii() and frac.isdigit())):
+        raise ValueError(f"{text!r} is not a decimal number with at most two decimals")
+    if len(frac) > 2:
+        raise ValueError(f"{text!r} has more than two decimals")
+    return int(whole) * ONE + int(frac.ljust(2, "0") or "0")
