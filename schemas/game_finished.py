@@ -8,8 +8,17 @@ from schemas.types import Id, Timestamp
 
 Result = Literal["1-0", "0-1", "1/2-1/2"]
 Termination = Literal[
-    "checkmate", "resignation", "timeout", "disconnection", "stalemate", "draw_agreement",
-    "repetition", "insufficient_material", "fifty_moves", "forfeit", "aborted",
+    "checkmate",
+    "resignation",
+    "timeout",
+    "disconnection",
+    "stalemate",
+    "draw_agreement",
+    "repetition",
+    "insufficient_material",
+    "fifty_moves",
+    "forfeit",
+    "aborted",
 ]
 
 

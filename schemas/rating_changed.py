@@ -7,12 +7,22 @@ as the contract's "Encoding" section says (`worker.events`), and never re-encode
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from schemas.types import CategoryName, Id, Timestamp, TwoDecimals
 
 EventKind = Literal["rated_game", "qualifying_game", "first_rating", "qualification_reset", "rating_lost", "imported"]
-Score = Literal[1, 0.5, 0]
+_SCORES = (Decimal(1), Decimal("0.5"), Decimal(0))
+
+
+def _check_score(value: Decimal) -> Decimal:
+    if value not in _SCORES:
+        raise ValueError("a score is 1, 0.5 or 0")
+    return value
+
+
+# Literal[1, 0.5, 0] is not a valid type (a float in a Literal), hence a checked Decimal.
+Score = Annotated[Decimal, AfterValidator(_check_score), WithJsonSchema({"enum": [1, 0.5, 0]})]
 GAME_FIELDS = ("game_id", "source_event_id", "opponent_id", "score", "finished_at")
 
 # kind -> (rating_before set, rating_after set, k_factor and expected_score set, game fields set)

@@ -13,9 +13,7 @@ Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 
 CategoryName = Literal["rapid", "blitz", "bullet"]
 
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|([+-])(\d{2}):(\d{2}))"
-)
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|([+-])(\d{2}):(\d{2}))")
 
 
 def check_rfc3339(value: str) -> str:
@@ -27,12 +25,14 @@ def check_rfc3339(value: str) -> str:
     m = _RFC3339.fullmatch(value)
     if m is None:
         raise ValueError("must be an RFC 3339 timestamp with Z or a +hh:mm offset, e.g. 2026-11-29T21:44:51Z")
-    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
-    if not (1 <= month <= 12 and 1 <= day <= monthrange(year, month)[1]):
+    year, month, day, hour, minute, second, sign, off_h, off_m = m.groups()
+    if not ("01" <= month <= "12" and "01" <= day <= "31") or (
+        day > "28" and int(day) > monthrange(int(year), int(month))[1]
+    ):
         raise ValueError("has no such calendar date")
-    if hour > 23 or minute > 59 or second > 60:
+    if hour > "23" or minute > "59" or second > "60":  # two digits each: string order is numeric order
         raise ValueError("has no such time of day")
-    if m.group(7) is not None and (int(m.group(8)) > 23 or int(m.group(9)) > 59):
+    if sign is not None and (off_h > "23" or off_m > "59"):
         raise ValueError("has an impossible UTC offset")
     return value
 

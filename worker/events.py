@@ -4,8 +4,8 @@ Compact UTF-8 JSON, keys in the contract's order, ratings with exactly two decim
 is encoded once; a re-publication sends the stored bytes, never a re-encoding.
 """
 
-import json
 from dataclasses import dataclass
+from json.encoder import encode_basestring  # C-accelerated; keeps non-ASCII as UTF-8
 
 from worker.rules.categories import Category
 from worker.rules.hundredths import format_fixed2
@@ -60,7 +60,13 @@ class RatingEvent:
 
 
 def _string(value: str | None) -> str:
-    return "null" if value is None else json.dumps(value, ensure_ascii=False)
+    """A JSON string, non-ASCII kept as UTF-8 (quotes, backslashes and controls escaped)."""
+    return "null" if value is None else str(encode_basestring(value))
+
+
+def _id(value: str | None) -> str:
+    """An id or a validated timestamp: their characters never need escaping."""
+    return "null" if value is None else f'"{value}"'
 
 
 def _fixed2(value: int | None) -> str:
@@ -77,7 +83,7 @@ def _score(value: int | None) -> str:
 
 def encode_state(state: RatingState) -> str:
     qualifying = ",".join(
-        f'{{"game_id":{_string(q.game_id)},"opponent_id":{_string(q.opponent_id)},'
+        f'{{"game_id":"{q.game_id}","opponent_id":"{q.opponent_id}",'
         f'"opponent_rating":{format_fixed2(q.opponent_rating)},"score":{_SCORES[q.score]}}}'
         for q in state.qualifying
     )
@@ -91,12 +97,12 @@ def encode_state(state: RatingState) -> str:
 def encode(event: RatingEvent) -> bytes:
     """The event's value bytes: compact JSON, keys in the order of the contract's table."""
     return (
-        f'{{"event_id":{_string(event.event_id)},"game_id":{_string(event.game_id)},'
-        f'"source_event_id":{_string(event.source_event_id)},"player_id":{_string(event.player_id)},'
-        f'"opponent_id":{_string(event.opponent_id)},"category":"{event.category}","kind":"{event.kind}",'
+        f'{{"event_id":"{event.event_id}","game_id":{_id(event.game_id)},'
+        f'"source_event_id":{_string(event.source_event_id)},"player_id":"{event.player_id}",'
+        f'"opponent_id":{_id(event.opponent_id)},"category":"{event.category}","kind":"{event.kind}",'
         f'"score":{_score(event.score)},"rating_before":{_fixed2(event.rating_before)},'
         f'"rating_after":{_fixed2(event.rating_after)},"display_before":{event.display_before},'
         f'"display_after":{event.display_after},"delta":{_fixed2(event.delta)},'
         f'"k_factor":{_int(event.k_factor)},"expected_score":{_fixed2(event.expected_score)},'
-        f'"seq":{event.seq},"state":{encode_state(event.state)},"finished_at":{_string(event.finished_at)}}}'
+        f'"seq":{event.seq},"state":{encode_state(event.state)},"finished_at":{_id(event.finished_at)}}}'
     ).encode()

@@ -5,7 +5,7 @@ Not taken from FIDE: the 400-point cap, K = 10 from 2400, the K*n <= 700 cap and
 changes to whole points (the arena's text does not say them).
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from schemas.game_finished import GameFinished
 from worker.rules.categories import Category, category_of
@@ -43,7 +43,7 @@ def rated_game(category: Category, state: RatingState, expected: int, score: int
     new_rating = state.rating + k * (score - expected)
     if new_rating < FLOOR:
         return Change(Kind.RATING_LOST, RatingState(seq=state.seq), k, expected)
-    after = replace(state, rating=new_rating, rated_games=state.rated_games + 1)
+    after = RatingState(new_rating, state.rated_games + 1, (), state.seq)
     return Change(Kind.RATED_GAME, after, k, expected)
 
 
@@ -67,7 +67,7 @@ def qualifying_game(
         return None  # the count starts with the first game scoring at least 0.5
     counted = (*state.qualifying, QualifyingGame(game_id, opponent_id, opponent_rating, score))
     if len(counted) < QUALIFYING_GAMES:
-        return Change(Kind.QUALIFYING_GAME, replace(state, qualifying=counted))
+        return Change(Kind.QUALIFYING_GAME, RatingState(None, 0, counted, state.seq))
     rating = first_rating(counted)
     if rating < FLOOR:
         return Change(Kind.QUALIFICATION_RESET, RatingState(seq=state.seq))

@@ -1,0 +1,109 @@
+"""Benchmark of the offline replay: `rating-worker rate` over a generated stream.
+
+    .venv/bin/python bench/replay_bench.py [--games 1000000] [--players 20000]
+
+Prints games per second (the replay is single-threaded; it runs pinned to one core with
+`taskset` where available), the peak RSS of the `rate` process, and the memory the store
+keeps per rating, per player (three categories) and per distinct game (tracemalloc).
+The target of issue 2 is at least 30,000 games/s on one core; it is reported, not asserted.
+"""
+
+import argparse
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+from schemas.game_finished import GameFinished
+from worker.engine import Engine, SeedRow
+from worker.memory_store import MemoryStore
+from worker.rules.arena import ArenaRules
+from worker.rules.categories import Category
+from worker.simulation import ArenaSimulation
+
+
+def generate(directory: Path, games: int, players: int) -> tuple[Path, Path]:
+    games_path, seed_path = directory / f"games-{games}-{players}.jsonl", directory / f"seed-{players}.csv"
+    if not games_path.exists():
+        sim = ArenaSimulation(players, seed=42)
+        seed_path.write_text(sim.seed_csv(), encoding="utf-8")
+        with games_path.open("wb") as f:
+            for line in sim.game_lines(games, bad_share=0.001, redelivery_share=0.01):
+                f.write(line + b"\n")
+    return games_path, seed_path
+
+
+def run_rate(games_path: Path, seed_path: Path) -> tuple[float, int, str]:
+    command = [sys.executable, "-m", "worker", "rate", str(games_path), "--seed", str(seed_path)]
+    command += ["--out", "/dev/null", "--dlq", "/dev/null"]
+    if shutil.which("taskset"):
+        command = ["taskset", "-c", "0", *command]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    seconds = time.perf_counter() - started
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return seconds, peak_kib, done.stderr
+
+
+def memory_per_item(n: int) -> tuple[float, float]:
+    """Bytes the store keeps per rated rating and per recorded game."""
+    engine = Engine(ArenaRules(), 1200)
+    store = MemoryStore(engine)
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    for i in range(n):
+        store.seed(SeedRow(f"player{i:07d}", Category.BLITZ, 150000 + i % 50000, 40))
+    per_rating = _grown(before) / n
+    before = tracemalloc.take_snapshot()
+    base = {
+        "event_id": "e",
+        "finished_at": "2026-11-29T10:00:00Z",
+        "rated": False,
+        "time_control": {"base_seconds": 180, "increment_seconds": 0},
+        "white_id": "a",
+        "black_id": "b",
+        "result": "1-0",
+        "termination": "timeout",
+    }
+    for i in range(n):
+        store.apply(GameFinished.model_validate({**base, "game_id": f"game{i:09d}"}))
+    per_game = _grown(before) / n
+    tracemalloc.stop()
+    return per_rating, per_game
+
+
+def _grown(before: tracemalloc.Snapshot) -> int:
+    after = tracemalloc.take_snapshot()
+    return sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=1_000_000)
+    parser.add_argument("--players", type=int, default=20_000)
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "rating-bench")
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+
+    t = time.perf_counter()
+    games_path, seed_path = generate(args.workdir, args.games, args.players)
+    size = games_path.stat().st_size
+    print(f"input: {games_path} ({size / 1e6:.0f} MB, generated or reused in {time.perf_counter() - t:.1f} s)")
+    seconds, peak_kib, summary = run_rate(games_path, seed_path)
+    lines = sum(1 for _ in games_path.open("rb"))
+    print(summary.rstrip())
+    print(f"replay: {lines:,} lines in {seconds:.1f} s wall = {lines / seconds:,.0f} games/s (target >= 30,000)")
+    print(f"replay: peak RSS {peak_kib / 1024:.0f} MiB")
+    per_rating, per_game = memory_per_item(200_000)
+    print(
+        f"memory: {per_rating:.0f} B per rating, {3 * per_rating:.0f} B per player rated in all 3 categories, "
+        f"{per_game:.0f} B per distinct game"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""Export the JSON Schema of every message of the contract to `schemas/json/`.
+
+`rating-worker schemas` writes the files; `rating-worker schemas --check` (and a test) fails
+when they differ from the models.
+"""
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from schemas.game_finished import GameFinished
+from schemas.rating_changed import RatingChanged
+from schemas.seed_record import SeedRecord
+
+SCHEMA_DIR = Path(__file__).parent / "json"
+MODELS: dict[str, type[BaseModel]] = {
+    "arena.game.finished.v1.schema.json": GameFinished,
+    "arena.rating.changed.v1.schema.json": RatingChanged,
+    "seed-record.schema.json": SeedRecord,
+}
+
+
+def render(model: type[BaseModel]) -> str:
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **model.model_json_schema()}
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def export(directory: Path = SCHEMA_DIR) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, model in MODELS.items():
+        path = directory / name
+        path.write_text(render(model), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def check(directory: Path = SCHEMA_DIR) -> list[Path]:
+    """The files that are missing or differ from what `export` would write."""
+    stale = []
+    for name, model in MODELS.items():
+        path = directory / name
+        if not path.exists() or path.read_text(encoding="utf-8") != render(model):
+            stale.append(path)
+    return stale

@@ -1,0 +1,143 @@
+"""`rating-worker`: the command line. Unusable arguments or files: one line on stderr, status 2."""
+
+import argparse
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import NoReturn
+
+from pydantic import ValidationError
+
+from worker.engine import Engine
+from worker.progress import Progress
+from worker.replay import replay
+from worker.rules.arena import ArenaRules
+from worker.seeding import SeedFileError, read_seed_file
+from worker.settings import RulesSettings
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """Arguments, settings or files that cannot be used: reported in one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _settings_error(e: ValidationError) -> UsageError:
+    first = e.errors(include_url=False)[0]
+    name = "RATING_" + ".".join(str(p) for p in first["loc"]).upper()
+    return UsageError(f"setting {name}: {first['msg']}")
+
+
+def _rules_settings(training_rating: int | None) -> RulesSettings:
+    try:
+        settings = RulesSettings()
+        if training_rating is not None:
+            settings = RulesSettings.model_validate({**settings.model_dump(), "training_rating": training_rating})
+    except ValidationError as e:
+        raise _settings_error(e) from None
+    return settings
+
+
+def cmd_rate(args: argparse.Namespace) -> int:
+    settings = _rules_settings(args.training_rating)
+    try:
+        seeds = read_seed_file(args.seed) if args.seed else []
+    except SeedFileError as e:
+        raise UsageError(str(e)) from None
+    with ExitStack() as files:
+        try:
+            games = sys.stdin.buffer if args.games == "-" else files.enter_context(open(args.games, "rb"))
+        except OSError as e:
+            raise UsageError(f"{args.games}: cannot read the games file: {e.strerror}") from None
+        try:
+            out = sys.stdout.buffer if args.out is None else files.enter_context(open(args.out, "wb"))
+            dlq = sys.stderr if args.dlq is None else files.enter_context(open(args.dlq, "w", encoding="utf-8"))
+        except OSError as e:
+            raise UsageError(f"{e.filename}: cannot write: {e.strerror}") from None
+        total = Path(args.games).stat().st_size if args.games != "-" else None
+        progress = Progress(sys.stderr, total) if sys.stderr.isatty() else None
+        engine = Engine(ArenaRules(), settings.training_rating)
+        started = time.perf_counter()
+        counts, store = replay(engine, seeds, games, out, dlq, settings.max_message_bytes, progress)
+        if progress is not None:
+            progress.close()
+    print(counts.summary(store, time.perf_counter() - started), file=sys.stderr)
+    return 0
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    from schemas.export import check, export  # noqa: PLC0415  # only this command needs it
+
+    if args.check:
+        stale = check()
+        for path in stale:
+            print(f"stale: {path} (run: rating-worker schemas)", file=sys.stderr)
+        return 1 if stale else 0
+    for path in export():
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    from worker.simulation import ArenaSimulation  # noqa: PLC0415  # only this command needs it
+
+    sim = ArenaSimulation(args.players, seed=args.random_seed)
+    try:
+        if args.seed_out is not None:
+            args.seed_out.write_text(sim.seed_csv(), encoding="utf-8")
+        with open(args.games_out, "wb") as f:
+            for line in sim.game_lines(args.games, args.bad_share, args.redelivery_share):
+                f.write(line + b"\n")
+    except OSError as e:
+        raise UsageError(f"{e.filename}: cannot write: {e.strerror}") from None
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rating-worker", description="Ratings of the Premium Chess Arena.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    rate = commands.add_parser("rate", help="replay games from a JSON-lines file, offline, state in memory")
+    rate.add_argument("games", metavar="GAMES.jsonl", help="input events, one JSON object per line ('-' = stdin)")
+    rate.add_argument("--seed", type=Path, metavar="SEED.csv", help="established ratings, applied before the games")
+    rate.add_argument("--out", type=Path, metavar="FILE", help="output events (default: stdout)")
+    rate.add_argument("--dlq", type=Path, metavar="FILE", help="dead letters, one JSON line each (default: stderr)")
+    rate.add_argument("--training-rating", type=int, metavar="N", help="shown while unrated (default 1200)")
+    rate.set_defaults(func=cmd_rate)
+
+    sample = commands.add_parser("sample", help="generate realistic games (and a seeding file) for tests and demos")
+    sample.add_argument("games_out", type=Path, metavar="GAMES.jsonl")
+    sample.add_argument("--seed-out", type=Path, metavar="SEED.csv", help="also write established players' ratings")
+    sample.add_argument("--games", type=int, default=500)
+    sample.add_argument("--players", type=int, default=40)
+    sample.add_argument("--random-seed", type=int, default=1)
+    sample.add_argument("--bad-share", type=float, default=0.0, help="share of bad lines mixed in")
+    sample.add_argument("--redelivery-share", type=float, default=0.0, help="share of games delivered twice")
+    sample.set_defaults(func=cmd_sample)
+
+    schemas = commands.add_parser("schemas", help="export the contract's JSON Schemas to schemas/json/")
+    schemas.add_argument("--check", action="store_true", help="exit 1 if the files are stale, write nothing")
+    schemas.set_defaults(func=cmd_schemas)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        result: int = args.func(args)
+        return result
+    except UsageError as e:
+        print(f"rating-worker: error: {e}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
