@@ -13,7 +13,11 @@ Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 
 CategoryName = Literal["rapid", "blitz", "bullet"]
 
-_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|([+-])(\d{2}):(\d{2}))")
+# re.ASCII: \d is [0-9] only, as RFC 3339 requires (str patterns match any Unicode digit).
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|([+-])(\d{2}):(\d{2}))",
+    re.ASCII,
+)
 
 
 def check_rfc3339(value: str) -> str:

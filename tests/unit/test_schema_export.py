@@ -1,0 +1,42 @@
+"""The exported JSON Schemas are the models' schemas: a stale file fails this test."""
+
+import json
+import shutil
+from pathlib import Path
+
+from schemas.export import MODELS, SCHEMA_DIR, check, export
+
+
+def test_the_committed_schema_files_are_current() -> None:
+    assert check() == [], "run: rating-worker schemas"
+
+
+def test_a_stale_or_missing_schema_file_is_detected(tmp_path: Path) -> None:
+    copy = tmp_path / "json"
+    shutil.copytree(SCHEMA_DIR, copy)
+    first, second, *_ = MODELS
+    (copy / first).write_text("{}\n")
+    (copy / second).unlink()
+    assert check(copy) == [copy / first, copy / second]
+    export(copy)
+    assert check(copy) == []
+
+
+def test_the_input_schema_states_the_contract_constraints() -> None:
+    schema = json.loads((SCHEMA_DIR / "arena.game.finished.v1.schema.json").read_text())
+    props = schema["properties"]
+    assert props["game_id"]["pattern"] == "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+    assert (props["event_id"]["minLength"], props["event_id"]["maxLength"]) == (1, 128)
+    assert props["finished_at"]["format"] == "date-time"
+    assert set(props["result"]["enum"]) == {"1-0", "0-1", "1/2-1/2"}
+    assert set(schema["required"]) == {
+        "event_id",
+        "game_id",
+        "finished_at",
+        "rated",
+        "time_control",
+        "white_id",
+        "black_id",
+        "result",
+        "termination",
+    }
