@@ -1,11 +1,12 @@
 """`rating-worker`: the command line. Unusable arguments or files: one line on stderr, status 2."""
 
 import argparse
+import asyncio
 import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from pydantic import ValidationError
 
@@ -15,6 +16,9 @@ from worker.replay import replay
 from worker.rules.arena import ArenaRules
 from worker.seeding import SeedFileError, read_seed_file
 from worker.settings import RulesSettings
+
+if TYPE_CHECKING:
+    from worker.settings import WorkerSettings
 
 USAGE_ERROR = 2
 
@@ -71,6 +75,42 @@ def cmd_rate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _worker_settings() -> "WorkerSettings":
+    from worker.settings import WorkerSettings  # noqa: PLC0415
+
+    try:
+        return WorkerSettings()
+    except ValidationError as e:
+        raise _settings_error(e) from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from worker.logs import configure_logging  # noqa: PLC0415
+    from worker.service import serve  # noqa: PLC0415  # Kafka and Redis clients load only here
+
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    return asyncio.run(serve(settings))
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from worker.importer import import_ratings  # noqa: PLC0415
+    from worker.logs import configure_logging  # noqa: PLC0415
+
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    try:
+        rows = read_seed_file(args.seed)
+    except SeedFileError as e:
+        raise UsageError(str(e)) from None
+    counts, refused = asyncio.run(import_ratings(settings, rows, args.force))
+    for rating in refused:
+        print(f"refused: {rating} already has state (use --force to overwrite it)", file=sys.stderr)
+    summary = ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))
+    print(f"import: {len(rows)} rows: {summary}", file=sys.stderr)
+    return 1 if refused else 0
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from schemas.export import check, export  # noqa: PLC0415  # only this command needs it
 
@@ -120,6 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--bad-share", type=float, default=0.0, help="share of bad lines mixed in")
     sample.add_argument("--redelivery-share", type=float, default=0.0, help="share of games delivered twice")
     sample.set_defaults(func=cmd_sample)
+
+    run = commands.add_parser("run", help="the streaming worker (settings from RATING_* environment variables)")
+    run.set_defaults(func=cmd_run)
+
+    imp = commands.add_parser("import", help="seed established ratings through the worker's path, publishing them")
+    imp.add_argument("seed", type=Path, metavar="SEED.csv")
+    imp.add_argument("--force", action="store_true", help="overwrite ratings that already have state")
+    imp.set_defaults(func=cmd_import)
 
     schemas = commands.add_parser("schemas", help="export the contract's JSON Schemas to schemas/json/")
     schemas.add_argument("--check", action="store_true", help="exit 1 if the files are stale, write nothing")

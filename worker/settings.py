@@ -1,8 +1,8 @@
 """Settings shared by every command, from environment variables (prefix `RATING_`)."""
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -16,3 +16,57 @@ class RulesSettings(BaseSettings):
     # A message larger than this is dead-lettered as too_large. 64 KiB is ~200x a real game
     # event (~300 bytes), small enough that a flood of oversized messages cannot exhaust memory.
     max_message_bytes: Annotated[int, Field(ge=256, le=16 * 1024 * 1024)] = 65536
+
+
+class WorkerSettings(RulesSettings):
+    """Everything `rating-worker run` (and `import`) reads. Documented in the README."""
+
+    kafka_bootstrap_servers: str = "localhost:9092"
+    kafka_group_id: str = "rating-worker"
+    # Static membership (KIP-345): set it only where the name is stable across restarts
+    # (a StatefulSet pod name); unset, the member is dynamic.
+    kafka_group_instance_id: str | None = None
+    # A dead member's partitions move after this; 10 s is Kafka's default, short enough for
+    # a quick take-over, long enough to ride out a GC pause or a slow Redis call.
+    kafka_session_timeout_ms: Annotated[int, Field(ge=1000)] = 10000
+    kafka_heartbeat_interval_ms: Annotated[int, Field(ge=100)] = 3000
+    topic_games: str = "arena.game.finished.v1"
+    topic_ratings: str = "arena.rating.changed.v1"
+    topic_dead_letters: str = "arena.game.finished.v1.dlq"
+
+    redis_url: str = "redis://localhost:6379/0"
+    redis_key_prefix: str = "rating:"
+    # Wait for this many replicas to acknowledge each state write (Redis WAIT) before
+    # publishing and committing; 0 relies on the primary's own durability (appendfsync always).
+    redis_wait_replicas: Annotated[int, Field(ge=0)] = 0
+    redis_wait_timeout_ms: Annotated[int, Field(ge=1)] = 1000
+
+    # Records fetched and applied together: one Redis read and one atomic write per batch.
+    # 1000 keeps a batch's Lua script under ~10 ms of Redis time, so other replicas wait little.
+    batch_size: Annotated[int, Field(ge=1, le=20000)] = 1000
+    # Keep this many fetched records waiting at most (aiokafka's prefetch bounds memory).
+    max_partition_fetch_bytes: Annotated[int, Field(ge=1024)] = 1048576
+
+    idempotency_retention_seconds: Annotated[int, Field(ge=60)] = 30 * 24 * 3600
+    # A publication lease must outlive one delivery attempt, or two holders could interleave.
+    publication_lease_seconds: Annotated[float, Field(gt=0)] = 60.0
+    producer_delivery_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+
+    # A flood of bad input raises an alarm (log + metric) above this many dead letters a minute.
+    dead_letter_alarm_per_minute: Annotated[int, Field(ge=1)] = 100
+
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    metrics_port: Annotated[int, Field(ge=0, le=65535)] = 9400
+    # Drain budget on SIGTERM; the pod's terminationGracePeriodSeconds must be longer.
+    shutdown_grace_seconds: Annotated[float, Field(gt=0)] = 25.0
+
+    @model_validator(mode="after")
+    def _lease_outlives_delivery(self) -> "WorkerSettings":
+        if self.publication_lease_seconds <= self.producer_delivery_timeout_seconds:
+            raise ValueError(
+                "publication_lease_seconds must be longer than producer_delivery_timeout_seconds "
+                f"({self.publication_lease_seconds} <= {self.producer_delivery_timeout_seconds})"
+            )
+        if self.kafka_heartbeat_interval_ms * 3 > self.kafka_session_timeout_ms:
+            raise ValueError("kafka_heartbeat_interval_ms must be at most a third of kafka_session_timeout_ms")
+        return self

@@ -1,0 +1,139 @@
+"""The consumer loop: fetch a batch, decode it, run it through the pipeline, dead-letter, commit.
+
+Batches are processed one at a time, fully: an offset is committed only when every record
+before it in its partition is durable in Redis and its events (or its dead letter) are
+acknowledged by Kafka. A revocation waits for the batch in flight (bounded), so partitions
+move with everything done committed; past the bound, the batch's effects are idempotent
+and the next owner re-reads the uncommitted records as duplicates.
+"""
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Iterable
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
+from aiokafka.errors import CommitFailedError, KafkaError
+
+from worker import metrics
+from worker.dead_letter import DeadLetter, DeadLetters, Source
+from worker.decode import BadInput, ErrorKind, decode_game
+from worker.engine import GameOutcome, Verdict
+from worker.pipeline import Pipeline
+from worker.schedule import Item
+
+log = logging.getLogger(__name__)
+
+# A batch takes well under a second; a revocation waiting longer than this means Redis or
+# Kafka is down. Then we let the partitions go uncommitted (the next owner redoes them,
+# idempotently) rather than stall the whole group's rebalance.
+REVOKE_DRAIN_SECONDS = 10.0
+FETCH_TIMEOUT_MS = 200  # how long an idle getmany waits: bounds how late a stop is noticed
+
+
+class RatingConsumer:
+    def __init__(
+        self,
+        consumer: AIOKafkaConsumer,
+        pipeline: Pipeline,
+        dead_letters: DeadLetters,
+        batch_size: int,
+        max_message_bytes: int,
+    ) -> None:
+        self.consumer = consumer
+        self.pipeline = pipeline
+        self.dead_letters = dead_letters
+        self.batch_size = batch_size
+        self.max_message_bytes = max_message_bytes
+        self.in_flight = asyncio.Lock()
+        self.totals: Counter[str] = Counter()
+
+    def listener(self) -> ConsumerRebalanceListener:
+        return _Listener(self)
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        """Consume until `stopping` is set; the batch in flight then finishes and is committed."""
+        while not stopping.is_set():
+            batches = await self.consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS, max_records=self.batch_size)
+            if batches:
+                async with self.in_flight:
+                    await self.process(batches)
+
+    async def process(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+        items: list[Item] = []
+        sources: list[Source] = []  # each item's record, should it become a dead letter
+        letters: list[DeadLetter] = []
+        for tp, records in batches.items():
+            for record in records:
+                metrics.GAMES_CONSUMED.inc()
+                source = Source(tp.topic, tp.partition, record.offset, record.key, record.value)
+                try:
+                    game = decode_game(record.value if record.value is not None else b"", self.max_message_bytes)
+                except BadInput as e:
+                    letters.append(DeadLetter(source, e))
+                    continue
+                items.append(game)
+                sources.append(source)
+        planned, stats = await self.pipeline.run(items)
+        metrics.CAS_CONFLICTS.inc(stats.conflicts)
+        metrics.EVENTS_PUBLISHED.inc(stats.events_sent)
+        for p, source in zip(planned, sources, strict=True):
+            if not isinstance(p.outcome, GameOutcome):
+                continue
+            self._count(p.outcome)
+            if p.outcome.verdict is Verdict.CONFLICT:
+                game_id = getattr(p.item, "game_id", "")
+                error = BadInput(
+                    ErrorKind.CONFLICTING_DUPLICATE,
+                    f"game {game_id} was already recorded with other facts (white, black, result, "
+                    "termination, rated or time control differ)",
+                )
+                letters.append(DeadLetter(source, error))
+        await self.dead_letters.send(letters)
+        await self.commit({tp: records[-1].offset + 1 for tp, records in batches.items()})
+
+    def _count(self, outcome: GameOutcome) -> None:
+        self.totals[outcome.verdict] += 1
+        if outcome.verdict is Verdict.APPLIED:
+            metrics.GAMES_APPLIED.inc()
+        elif outcome.skip is not None:
+            metrics.GAMES_SKIPPED.labels(outcome.skip).inc()
+
+    async def commit(self, offsets: dict[TopicPartition, int]) -> None:
+        """Commit what is done for the partitions still ours; a failed commit is only redelivery."""
+        owned = self.consumer.assignment()
+        mine = {tp: offset for tp, offset in offsets.items() if tp in owned}
+        if not mine:
+            return
+        try:
+            await self.consumer.commit(mine)
+        except (CommitFailedError, KafkaError) as e:
+            # The group moved on (rebalance) or the coordinator is away: the records will be
+            # consumed again and found to be duplicates; nothing is lost or applied twice.
+            log.warning("commit failed (%s: %s); those records will be redelivered", type(e).__name__, e)
+
+    async def drain(self, partitions: Iterable[TopicPartition]) -> None:
+        try:
+            async with asyncio.timeout(REVOKE_DRAIN_SECONDS):
+                async with self.in_flight:
+                    pass
+        except TimeoutError:
+            log.warning(
+                "partitions %s revoked while a batch was still in flight after %.0f s; "
+                "leaving it uncommitted for the next owner",
+                sorted(str(tp) for tp in partitions),
+                REVOKE_DRAIN_SECONDS,
+            )
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
+    def __init__(self, consumer: RatingConsumer) -> None:
+        self.consumer = consumer
+
+    async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
+        if revoked:
+            await self.consumer.drain(revoked)
+            log.info("partitions revoked: %s", sorted(str(tp) for tp in revoked))
+
+    async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
+        log.info("partitions assigned: %s", sorted(str(tp) for tp in assigned))

@@ -1,0 +1,89 @@
+"""A batch's way through the store: read once, compute in order, apply atomically, publish.
+
+Retries until every item is applied (or found to be a duplicate) and every outbox it
+touched is acknowledged by Kafka. Only then may the caller commit the batch's offsets.
+"""
+
+import asyncio
+import logging
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from worker.engine import Engine, GameOutcome, Verdict
+from worker.publish import Publisher
+from worker.retry import retrying
+from worker.schedule import Item, Planned, SeedItem, plan, ratings_read
+from worker.store import Claimed, RedisStore
+
+log = logging.getLogger(__name__)
+
+# Waiting for an outbox whose lease another process holds: it is normally released within
+# one publication (milliseconds); a crashed holder's lease expires after the lease time.
+BLOCKED_FIRST_DELAY = 0.02
+BLOCKED_MAX_DELAY = 1.0
+
+
+@dataclass
+class BatchStats:
+    conflicts: int = 0  # items re-read and recomputed because another process changed a state first
+    attempts: int = 0
+    events_sent: int = 0
+
+
+class Pipeline:
+    def __init__(self, engine: Engine, store: RedisStore, publisher: Publisher) -> None:
+        self.engine = engine
+        self.store = store
+        self.publisher = publisher
+
+    async def run(self, items: Sequence[Item]) -> tuple[list[Planned], BatchStats]:
+        """Apply `items` in order; return each item's final plan (what was decided for it)."""
+        stats = BatchStats()
+        final: list[Planned | None] = [None] * len(items)
+        pending = list(range(len(items)))
+        blocked: set[str] = set()
+        while pending:
+            stats.attempts += 1
+            batch = [items[i] for i in pending]
+            ratings = sorted({r for item in batch for r in ratings_read(self.engine, item)})
+            game_ids = sorted({item.game_id for item in batch if not isinstance(item, SeedItem)})
+            snapshot = await retrying("reading states", self.store.read, ratings, game_ids)
+            planned = plan(self.engine, batch, snapshot)
+            writes = [p.write for p in planned if p.write is not None]
+            flush = {r for p in planned if _is_duplicate(p) for r in p.ratings if snapshot.unconfirmed.get(r)}
+            applied, claimed = await retrying("applying states", self.store.apply, writes, sorted(flush))
+            results = iter(applied)
+            retry = []
+            for index, p in zip(pending, planned, strict=True):
+                if p.write is None or next(results):
+                    final[index] = p
+                else:
+                    retry.append(index)
+            stats.events_sent += await self._publish(claimed)
+            blocked = (blocked | set(claimed.blocked)) - set(claimed.outboxes)
+            if retry:
+                stats.conflicts += len(retry)
+                log.debug("%d of %d items changed under us; recomputing them", len(retry), len(pending))
+                await asyncio.sleep(random.uniform(0, 0.005))  # de-synchronise competing replicas
+            pending = retry
+        delay = BLOCKED_FIRST_DELAY
+        while blocked:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, BLOCKED_MAX_DELAY)
+            claimed = await retrying("claiming outboxes", self.store.claim, sorted(blocked))
+            stats.events_sent += await self._publish(claimed)
+            blocked = set(claimed.blocked)
+        return [p for p in final if p is not None], stats
+
+    async def _publish(self, claimed: Claimed) -> int:
+        if not claimed.outboxes:
+            return 0
+        sent = await self.publisher.publish(claimed.outboxes)
+        counts = {rating: len(events) for rating, events in claimed.outboxes.items()}
+        await retrying("acknowledging outboxes", self.store.ack, counts)
+        return sent
+
+
+def _is_duplicate(p: Planned) -> bool:
+    return isinstance(p.outcome, GameOutcome) and p.outcome.verdict is Verdict.DUPLICATE

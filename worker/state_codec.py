@@ -1,0 +1,24 @@
+"""A rating's state as stored in Redis: `seq|rating|rated_games|qualifying`.
+
+`rating` is hundredths or empty while unrated; `qualifying` is `game,opponent,rating,score`
+entries joined by ";". Ids never contain "|", "," or ";". The seq comes first so that the
+check-and-set script reads the version with one pattern match.
+"""
+
+from worker.rules.state import QualifyingGame, RatingState
+
+
+def encode_state(state: RatingState) -> bytes:
+    rating = "" if state.rating is None else str(state.rating)
+    qualifying = ";".join(f"{q.game_id},{q.opponent_id},{q.opponent_rating},{q.score}" for q in state.qualifying)
+    return f"{state.seq}|{rating}|{state.rated_games}|{qualifying}".encode()
+
+
+def decode_state(value: bytes) -> RatingState:
+    seq, rating, rated_games, qualifying = value.decode().split("|")
+    entries = []
+    if qualifying:
+        for entry in qualifying.split(";"):
+            game_id, opponent_id, opponent_rating, score = entry.split(",")
+            entries.append(QualifyingGame(game_id, opponent_id, int(opponent_rating), int(score)))
+    return RatingState(int(rating) if rating else None, int(rated_games), tuple(entries), int(seq))

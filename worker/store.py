@@ -1,0 +1,236 @@
+"""Rating states, idempotency records and outboxes in Redis, written by atomic check-and-set.
+
+Three scripts, each one round trip for a whole batch:
+- `read`: the states, outbox lengths and game records a batch needs;
+- `apply`: for each game in order, checks that every state it read still has the seq it
+  read (and that the game is still unrecorded), then writes its new states, appends its
+  events to the outboxes and records the game, all or nothing per game; a game that fails
+  the check taints every rating it read, so no later game of the batch touching them is
+  applied before it (per-player order). Then it claims the publication lease of every
+  outbox it touched and returns their contents;
+- `ack`: removes acknowledged events from the outboxes whose lease is still ours.
+
+The seq of a state is its version: every write increases it by one, so an unchanged seq is
+an unchanged state. Keys are built inside the scripts from the prefix, so the worker needs
+a single Redis primary (standalone or Sentinel), not Redis Cluster.
+"""
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+
+from worker import keys
+from worker.rules.state import UNSEEN, RatingState
+from worker.state_codec import decode_state
+
+_READ = """
+local p, n = ARGV[1], tonumber(ARGV[2])
+local out = {}
+for i = 3, 2 + n do
+  out[#out + 1] = redis.call('GET', p .. $STATE .. ARGV[i])
+  out[#out + 1] = redis.call('LLEN', p .. $OUTBOX .. ARGV[i])
+end
+for i = 3 + n, #ARGV do
+  out[#out + 1] = redis.call('GET', p .. $GAME .. ARGV[i])
+end
+return out
+"""
+
+_CLAIM = """
+local function claim(p, token, lease_ms, ratings)
+  local claimed, blocked = {}, {}
+  for _, r in ipairs(ratings) do
+    local outbox = p .. $OUTBOX .. r
+    if redis.call('LLEN', outbox) > 0 then
+      local lease = p .. $LEASE .. r
+      local holder = redis.call('GET', lease)
+      if (not holder) or holder == token then
+        redis.call('SET', lease, token, 'PX', lease_ms)
+        claimed[#claimed + 1] = r
+        claimed[#claimed + 1] = redis.call('LRANGE', outbox, 0, -1)
+      else
+        blocked[#blocked + 1] = r
+      end
+    end
+  end
+  return claimed, blocked
+end
+"""
+
+_APPLY = (
+    _CLAIM
+    + """
+local p, token = ARGV[1], ARGV[2]
+local lease_ms, retention_ms, n_items = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local i = 6
+local tainted, results, seen, touched = {}, {}, {}, {}
+local function touch(r)
+  if not seen[r] then seen[r] = true; touched[#touched + 1] = r end
+end
+local function seq_of(r)
+  local v = redis.call('GET', p .. $STATE .. r)
+  if not v then return 0 end
+  return tonumber(string.match(v, '^(%d+)'))
+end
+for item = 1, n_items do
+  local game_id, digest, n_reads = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
+  local reads_at = i + 3
+  i = reads_at
+  local ok = true
+  for _ = 1, n_reads do
+    if tainted[ARGV[i]] or seq_of(ARGV[i]) ~= tonumber(ARGV[i + 1]) then ok = false end
+    i = i + 2
+  end
+  if ok and game_id ~= '' and redis.call('EXISTS', p .. $GAME .. game_id) == 1 then ok = false end
+  local n_writes = tonumber(ARGV[i])
+  i = i + 1
+  if ok then
+    for _ = 1, n_writes do
+      redis.call('SET', p .. $STATE .. ARGV[i], ARGV[i + 1])
+      redis.call('RPUSH', p .. $OUTBOX .. ARGV[i], ARGV[i + 2])
+      touch(ARGV[i])
+      i = i + 3
+    end
+    if game_id ~= '' then redis.call('SET', p .. $GAME .. game_id, digest, 'PX', retention_ms) end
+    results[item] = 1
+  else
+    for k = 0, n_reads - 1 do tainted[ARGV[reads_at + 2 * k]] = true end
+    i = i + 3 * n_writes
+    results[item] = 0
+  end
+end
+for k = i + 1, i + tonumber(ARGV[i]) do touch(ARGV[k]) end
+local claimed, blocked = claim(p, token, lease_ms, touched)
+return {results, claimed, blocked}
+"""
+)
+
+_ACK = """
+local p, token = ARGV[1], ARGV[2]
+for i = 3, #ARGV, 2 do
+  local lease = p .. $LEASE .. ARGV[i]
+  if redis.call('GET', lease) == token then
+    redis.call('LTRIM', p .. $OUTBOX .. ARGV[i], tonumber(ARGV[i + 1]), -1)
+    redis.call('DEL', lease)
+  end
+end
+return 0
+"""
+
+
+def _lua(source: str) -> str:
+    """The script with the key kinds of `worker.keys` put in, so that they are defined once."""
+    for name in ("STATE", "OUTBOX", "LEASE", "GAME"):
+        source = source.replace(f"${name}", repr(getattr(keys, name)))
+    return source
+
+
+_READ, _APPLY, _ACK = _lua(_READ), _lua(_APPLY), _lua(_ACK)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a batch read: states (UNSEEN when absent), outbox lengths, game records (digests)."""
+
+    states: dict[str, RatingState]
+    unconfirmed: dict[str, int]
+    records: dict[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One item of an atomic apply: a game (or a seeding row, with no game id) and its effects."""
+
+    game_id: str  # "" for a seeding row: nothing to record
+    digest: bytes
+    reads: tuple[tuple[str, int], ...]  # (rating, seq read)
+    writes: tuple[tuple[str, bytes, bytes], ...]  # (rating, encoded state, event payload)
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """Outboxes whose lease this process now holds (events in seq order), and those it could not claim."""
+
+    outboxes: dict[str, list[bytes]]
+    blocked: list[str]
+
+
+class RedisStore:
+    def __init__(
+        self,
+        redis: "Redis",
+        prefix: str,
+        token: str,
+        lease_seconds: float,
+        retention_seconds: int,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
+    ) -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self.token = token
+        self.lease_ms = int(lease_seconds * 1000)
+        self.retention_ms = retention_seconds * 1000
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
+        self._read = redis.register_script(_READ)
+        self._apply = redis.register_script(_APPLY)
+        self._ack = redis.register_script(_ACK)
+
+    async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot:
+        reply = await self._read(args=[self.prefix, len(ratings), *ratings, *game_ids])
+        states, unconfirmed = {}, {}
+        for n, rating in enumerate(ratings):
+            value, pending = reply[2 * n], reply[2 * n + 1]
+            states[rating] = UNSEEN if value is None else decode_state(value)
+            unconfirmed[rating] = int(pending)
+        records = {}
+        for n, game_id in enumerate(game_ids):
+            value = reply[2 * len(ratings) + n]
+            if value is not None:
+                records[game_id] = bytes.fromhex(value.decode())
+        return Snapshot(states, unconfirmed, records)
+
+    async def apply(self, items: Sequence[Write], flush: Iterable[str] = ()) -> tuple[list[bool], Claimed]:
+        """Apply what still checks out, in order; claim the touched outboxes (and `flush`)."""
+        args: list[Any] = [self.prefix, self.token, self.lease_ms, self.retention_ms, len(items)]
+        for item in items:
+            args += [item.game_id, item.digest.hex(), len(item.reads)]
+            for rating, seq in item.reads:
+                args += [rating, seq]
+            args.append(len(item.writes))
+            for rating, state, payload in item.writes:
+                args += [rating, state, payload]
+        flush = list(flush)
+        args += [len(flush), *flush]
+        results, claimed, blocked = await self._apply(args=args)
+        await self._wait_for_replicas()
+        return [r == 1 for r in results], _claimed(claimed, blocked)
+
+    async def claim(self, ratings: Iterable[str]) -> Claimed:
+        return (await self.apply((), ratings))[1]
+
+    async def ack(self, sent: dict[str, int]) -> None:
+        """Drop the first `n` events of each outbox, if our lease on it still holds."""
+        if not sent:
+            return
+        args: list[Any] = [self.prefix, self.token]
+        for rating, n in sent.items():
+            args += [rating, n]
+        await self._ack(args=args)
+
+    async def _wait_for_replicas(self) -> None:
+        """With RATING_REDIS_WAIT_REPLICAS > 0, nothing is published before replicas hold the write."""
+        while self.wait_replicas > 0:
+            acknowledged = await self.redis.wait(self.wait_replicas, self.wait_timeout_ms)
+            if int(acknowledged) >= self.wait_replicas:
+                return
+            await asyncio.sleep(0.1)
+
+
+def _claimed(claimed: list[Any], blocked: list[bytes]) -> Claimed:
+    outboxes = {claimed[i].decode(): list(claimed[i + 1]) for i in range(0, len(claimed), 2)}
+    return Claimed(outboxes, [b.decode() for b in blocked])
