@@ -89,6 +89,7 @@ class RatingConsumer:
                     "termination, rated or time control differ)",
                 )
                 letters.append(DeadLetter(source, error))
+        letters.sort(key=lambda d: (d.source.partition, d.source.offset))  # in the order they came
         await self.dead_letters.send(letters)
         await self.commit({tp: records[-1].offset + 1 for tp, records in batches.items()})
 

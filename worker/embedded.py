@@ -148,4 +148,3 @@ async def create_topics(bootstrap: str, topics: Mapping[str, int]) -> None:
         await admin.create_topics([NewTopic(name, partitions, 1) for name, partitions in topics.items()])
     finally:
         await admin.close()
-
