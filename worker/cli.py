@@ -111,6 +111,12 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 1 if refused else 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from worker.demo import demo  # noqa: PLC0415
+
+    return asyncio.run(demo(args.players, args.rate, args.workers, args.duration))
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from schemas.export import check, export  # noqa: PLC0415  # only this command needs it
 
@@ -168,6 +174,13 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("seed", type=Path, metavar="SEED.csv")
     imp.add_argument("--force", action="store_true", help="overwrite ratings that already have state")
     imp.set_defaults(func=cmd_import)
+
+    demo = commands.add_parser("demo", help="the embedded default: local broker, Redis, workers and a live stream")
+    demo.add_argument("--players", type=int, default=200)
+    demo.add_argument("--rate", type=float, default=200.0, help="games per second fed to the workers")
+    demo.add_argument("--workers", type=int, default=2, help="worker processes (replicas)")
+    demo.add_argument("--duration", type=float, help="stop after this many seconds (default: at Ctrl-C)")
+    demo.set_defaults(func=cmd_demo)
 
     schemas = commands.add_parser("schemas", help="export the contract's JSON Schemas to schemas/json/")
     schemas.add_argument("--check", action="store_true", help="exit 1 if the files are stale, write nothing")

@@ -76,6 +76,7 @@ class Broker:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env={**os.environ, "RUST_LOG": "error"},
+            start_new_session=True,  # Ctrl-C on the terminal reaches the launcher only
         )
         _wait_port(self.port, self.process, "tansu")
         # tansu exits 0 when its port is taken: make sure the broker we talk to is ours.
@@ -115,7 +116,9 @@ class RedisServer:
             raise RuntimeError("redis-server is not installed (./dev installs it: apt-get install redis-server)")
         args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--dir", str(self.directory)]
         args += ["--appendonly", "yes", "--appendfsync", "always"] if self.appendonly else ["--appendonly", "no"]
-        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         _wait_port(self.port, self.process, "redis-server")
         return self
 
@@ -136,7 +139,9 @@ def worker_env(broker: Broker, redis: RedisServer, **settings: object) -> dict[s
 
 def start_worker(env: Mapping[str, str], log: Path | None = None) -> subprocess.Popen[bytes]:
     out = subprocess.DEVNULL if log is None else log.open("ab")
-    return subprocess.Popen([sys.executable, "-m", "worker", "run"], env=dict(env), stdout=out, stderr=out)
+    return subprocess.Popen(
+        [sys.executable, "-m", "worker", "run"], env=dict(env), stdout=out, stderr=out, start_new_session=True
+    )
 
 
 async def create_topics(bootstrap: str, topics: Mapping[str, int]) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.backends import start_broker, start_redis
 from tests.integration.kafka_io import produce
 from worker.embedded import Broker, RedisServer, create_topics, start_worker, worker_env
 
@@ -86,15 +87,15 @@ class Stack:
 
 @pytest.fixture(scope="module")
 def broker() -> Iterator[Broker]:
-    b = Broker().start()
-    yield b
+    b = start_broker()
+    yield b  # type: ignore[misc]  # a container broker offers the same bootstrap/kill
     b.kill()
 
 
 @pytest.fixture
 def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    r = RedisServer(directory=tmp_path, appendonly=True).start()
-    yield r
+    r = start_redis(tmp_path)
+    yield r  # type: ignore[misc]  # a container offers the same url/kill
     r.kill()
 
 

@@ -1,0 +1,205 @@
+"""`rating-worker demo`: the whole service on the embedded stack, with a live view in the terminal.
+
+Starts a local broker (tansu) and a local redis-server on free ports, creates the topics,
+seeds established players (through `import`'s path), starts worker processes, feeds them a
+live stream of generated games and shows what happens, until Ctrl-C (or --duration).
+"""
+
+import asyncio
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+from worker.embedded import Broker, RedisServer, create_topics, start_worker, worker_env
+from worker.importer import import_ratings
+from worker.seeding import read_seed_file
+from worker.settings import WorkerSettings
+from worker.simulation import ArenaSimulation
+
+PARTITIONS = 4
+REFRESH_SECONDS = 1.0
+TOP = 5
+RECENT = 8
+
+
+@dataclass
+class View:
+    """What the dashboard shows, built from the output and dead-letter topics."""
+
+    ratings: dict[str, tuple[str, int | None, int]] = field(default_factory=dict)  # key -> (status, display, seq)
+    recent: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT))
+    kinds: Counter[str] = field(default_factory=Counter)
+    events: int = 0
+    dead_letters: int = 0
+    produced: dict[int, int] = field(default_factory=dict)  # partition -> end offset
+
+    def add(self, value: bytes) -> None:
+        e = json.loads(value)
+        self.events += 1
+        self.kinds[e["kind"]] += 1
+        key = f"{e['player_id']}/{e['category']}"
+        status = e["state"]["status"]
+        self.ratings[key] = (status, e["display_after"] if status == "rated" else None, e["seq"])
+        delta = f" ({e['delta']:+.2f})" if e["delta"] is not None else ""
+        versus = f" vs {e['opponent_id']}" if e["opponent_id"] else ""
+        self.recent.appendleft(
+            f"{e['player_id']:>8} {e['category']:<6} {e['display_before']:>5} -> {e['display_after']:<5}"
+            f"{delta:<11} {e['kind']}{versus}"
+        )
+
+    def top(self, category: str) -> list[tuple[str, int]]:
+        rated = [(k.split("/")[0], d) for k, (s, d, _) in self.ratings.items() if k.endswith(f"/{category}") and d]
+        return sorted(rated, key=lambda x: -x[1])[:TOP]
+
+
+async def _feed(producer: AIOKafkaProducer, topic: str, sim: ArenaSimulation, rate: float, view: View) -> None:
+    """A live stream: `rate` games a second, with a few bad records and redeliveries."""
+    lines = sim.game_lines(10**9, bad_share=0.005, redelivery_share=0.005)
+    interval = 1.0 / rate
+    next_at = time.monotonic()
+    for line in lines:
+        future = await producer.send(topic, line)
+        future.add_done_callback(lambda f: _record(view, f))
+        next_at += interval
+        await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+
+
+def _record(view: View, future: "asyncio.Future[object]") -> None:
+    if not future.cancelled() and future.exception() is None:
+        meta = future.result()
+        view.produced[meta.partition] = max(view.produced.get(meta.partition, 0), meta.offset + 1)  # type: ignore[attr-defined]
+
+
+async def _watch(bootstrap: str, settings: WorkerSettings, view: View) -> None:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        await consumer.topics()
+        tps = [TopicPartition(settings.topic_ratings, p) for p in range(PARTITIONS)]
+        dlq = TopicPartition(settings.topic_dead_letters, 0)
+        consumer.assign([*tps, dlq])
+        await consumer.seek_to_beginning()
+        while True:
+            for tp, records in (await consumer.getmany(timeout_ms=200)).items():
+                for record in records:
+                    if tp == dlq:
+                        view.dead_letters += 1
+                    elif record.value is not None:
+                        view.add(record.value)
+    finally:
+        await consumer.stop()
+
+
+async def _lag(bootstrap: str, settings: WorkerSettings, view: View) -> dict[int, int]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=settings.kafka_group_id)
+    await consumer.start()
+    try:
+        lag = {}
+        for p, end in sorted(view.produced.items()):
+            done = await consumer.committed(TopicPartition(settings.topic_games, p)) or 0
+            lag[p] = max(0, end - done)
+        return lag
+    finally:
+        await consumer.stop()
+
+
+def _render(view: View, lag: dict[int, int], rate_in: float, rate_out: float, header: str, tty: bool) -> str:
+    if not tty:
+        return (
+            f"demo: {rate_in:6.0f} games/s in, {rate_out:6.0f} events/s out, lag {sum(lag.values())}, "
+            f"{view.events} events, {view.dead_letters} dead letters, {len(view.ratings)} ratings"
+        )
+    lines = [header, ""]
+    lines.append(f"games in {rate_in:7.0f}/s   events out {rate_out:7.0f}/s   total events {view.events}")
+    lines.append(f"lag per partition {lag}   dead letters {view.dead_letters}")
+    lines.append("kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(view.kinds.items())))
+    lines.append("")
+    columns = [view.top(c) for c in ("rapid", "blitz", "bullet")]
+    lines.append(f"{'rapid':<22}{'blitz':<22}{'bullet':<22}")
+    for i in range(TOP):
+        row = ""
+        for col in columns:
+            row += f"{col[i][0]:>8} {col[i][1]:<13}" if i < len(col) else " " * 22
+        lines.append(row)
+    lines.append("")
+    lines.append("recent changes:")
+    lines.extend(view.recent)
+    lines.append("")
+    lines.append("Ctrl-C stops everything")
+    return "\033[H\033[2J" + "\n".join(lines)
+
+
+async def demo(players: int, rate: float, workers: int, duration: float | None) -> int:
+    broker, redis = Broker().start(), RedisServer().start()
+    processes: list[subprocess.Popen[bytes]] = []
+    tmp = Path(tempfile.mkdtemp(prefix="rating-demo-"))
+    try:
+        env = worker_env(broker, redis, log_level="warning")
+        settings = WorkerSettings(kafka_bootstrap_servers=broker.bootstrap, redis_url=redis.url, metrics_port=0)
+        await create_topics(
+            broker.bootstrap,
+            {settings.topic_games: PARTITIONS, settings.topic_ratings: PARTITIONS, settings.topic_dead_letters: 1},
+        )
+        sim = ArenaSimulation(players, seed=int(time.time()))
+        seed_file = tmp / "seed.csv"
+        seed_file.write_text(sim.seed_csv())
+        counts, _ = await import_ratings(settings, read_seed_file(seed_file), force=False)
+        processes = [start_worker(env, tmp / f"worker-{i}.log") for i in range(workers)]
+        header = (
+            f"arena rating demo: broker {broker.bootstrap}, redis {redis.url}, {workers} workers, "
+            f"{players} players ({counts['imported']} ratings seeded), logs in {tmp}"
+        )
+        view = View()
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5)
+        await producer.start()
+        tasks = [
+            asyncio.create_task(_feed(producer, settings.topic_games, sim, rate, view)),
+            asyncio.create_task(_watch(broker.bootstrap, settings, view)),
+        ]
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, stop.set)
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        tty = sys.stdout.isatty()
+        started = time.monotonic()
+        last_in, last_out, last_t = 0, 0, started
+        try:
+            while not stop.is_set() and (duration is None or time.monotonic() - started < duration):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), REFRESH_SECONDS)
+                now = time.monotonic()
+                produced = sum(view.produced.values())
+                lag = await _lag(broker.bootstrap, settings, view)
+                elapsed = max(now - last_t, 1e-6)
+                rate_in, rate_out = (produced - last_in) / elapsed, (view.events - last_out) / elapsed
+                last_in, last_out, last_t = produced, view.events, now
+                print(_render(view, lag, rate_in, rate_out, header, tty), flush=True)
+                for p in processes:
+                    if p.poll() is not None:
+                        print(f"demo: a worker exited with status {p.returncode}; see {tmp}", file=sys.stderr)
+                        return 1
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await producer.stop()
+        for p in processes:
+            p.send_signal(signal.SIGTERM)
+        statuses = [p.wait(timeout=30) for p in processes]
+        print(f"demo: stopped; workers exited with {statuses}; {view.events} rating events", file=sys.stderr)
+        return 0 if all(s == 0 for s in statuses) else 1
+    finally:
+        for p in processes:
+            if p.poll() is None:
+                p.kill()
+        broker.kill()
+        redis.kill()
