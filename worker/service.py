@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from prometheus_client import start_http_server
 from redis.asyncio import Redis
+from redis.asyncio.sentinel import Sentinel
 
 from worker.consume import RatingConsumer
 from worker.dead_letter import DeadLetters
@@ -43,9 +44,21 @@ def process_token() -> str:
 
 
 def make_redis(settings: WorkerSettings) -> "Redis":
-    return Redis.from_url(
-        settings.redis_url, socket_timeout=REDIS_SOCKET_TIMEOUT, socket_connect_timeout=REDIS_SOCKET_TIMEOUT
+    timeout = REDIS_SOCKET_TIMEOUT
+    if not settings.redis_sentinels:
+        return Redis.from_url(settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    url = Redis.from_url(settings.redis_url).connection_pool.connection_kwargs
+    sentinels = [(h, int(p)) for h, _, p in (s.strip().rpartition(":") for s in settings.redis_sentinels.split(","))]
+    sentinel = Sentinel(sentinels, socket_timeout=timeout)  # type: ignore[no-untyped-call]
+    # The primary is looked up again on every reconnection, so a failover is followed.
+    primary: Redis = sentinel.master_for(
+        settings.redis_sentinel_service,
+        db=url.get("db", 0),
+        password=url.get("password"),
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
     )
+    return primary
 
 
 def make_producer(settings: WorkerSettings) -> AIOKafkaProducer:

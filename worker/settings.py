@@ -35,6 +35,10 @@ class WorkerSettings(RulesSettings):
     topic_dead_letters: str = "arena.game.finished.v1.dlq"
 
     redis_url: str = "redis://localhost:6379/0"
+    # Behind Sentinel: "host:port,host:port" of the sentinels and the monitored service name;
+    # then the primary is found through them and RATING_REDIS_URL only gives db and password.
+    redis_sentinels: str | None = None
+    redis_sentinel_service: str = "mymaster"
     redis_key_prefix: str = "rating:"
     # Wait for this many replicas to acknowledge each state write (Redis WAIT) before
     # publishing and committing; 0 relies on the primary's own durability (appendfsync always).

@@ -1,0 +1,57 @@
+"""Redis behind Sentinel: the worker finds the primary through the sentinels."""
+
+import asyncio
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from worker.embedded import RedisServer, free_port
+from worker.service import make_redis
+from worker.settings import WorkerSettings
+from worker.store import RedisStore, Write
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_worker_reaches_the_primary_through_sentinel(tmp_path: Path) -> None:
+    binary = shutil.which("redis-server")
+    assert binary is not None
+    primary = RedisServer(directory=tmp_path).start()
+    port = free_port()
+    conf = tmp_path / "sentinel.conf"
+    conf.write_text(f"port {port}\nbind 127.0.0.1\nsentinel monitor arena 127.0.0.1 {primary.port} 1\n")
+    sentinel = subprocess.Popen([binary, str(conf), "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        settings = WorkerSettings(
+            redis_url="redis://ignored:1/0", redis_sentinels=f"127.0.0.1:{port}", redis_sentinel_service="arena"
+        )
+        asyncio.run(_write_through_sentinel(settings, primary))
+    finally:
+        sentinel.kill()
+        sentinel.wait()
+        primary.kill()
+
+
+async def _write_through_sentinel(settings: WorkerSettings, primary: RedisServer) -> None:
+    redis = make_redis(settings)
+    deadline = time.monotonic() + 10
+    while True:  # the sentinel answers once it has looked at the primary
+        try:
+            await redis.ping()
+            break
+        except Exception:  # noqa: BLE001  # not ready yet: any error
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+    store = RedisStore(redis, "rating:", "t", 5, 60)
+    applied, _ = await store.apply([Write("g1", bytes(8), (), ())])
+    assert applied == [True]
+    # The write landed on the primary the sentinel monitors.
+    check = Redis.from_url(primary.url)
+    assert await check.get("rating:g:g1") == bytes(8).hex().encode()
+    await check.aclose()
+    await redis.aclose()
