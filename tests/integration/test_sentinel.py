@@ -43,7 +43,7 @@ async def _write_through_sentinel(settings: WorkerSettings, primary: RedisServer
         try:
             await redis.ping()
             break
-        except Exception:  # noqa: BLE001  # not ready yet: any error
+        except Exception:  # not ready yet: any error
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.1)
