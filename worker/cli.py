@@ -34,8 +34,11 @@ class _Parser(argparse.ArgumentParser):
 
 def _settings_error(e: ValidationError) -> UsageError:
     first = e.errors(include_url=False)[0]
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if not first["loc"]:  # a rule between settings: the message names them
+        return UsageError(f"settings: {message}")
     name = "RATING_" + ".".join(str(p) for p in first["loc"]).upper()
-    return UsageError(f"setting {name}: {first['msg']}")
+    return UsageError(f"setting {name}: {message}")
 
 
 def _rules_settings(training_rating: int | None) -> RulesSettings:

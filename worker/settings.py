@@ -68,9 +68,11 @@ class WorkerSettings(RulesSettings):
     def _lease_outlives_delivery(self) -> "WorkerSettings":
         if self.publication_lease_seconds <= self.producer_delivery_timeout_seconds:
             raise ValueError(
-                "publication_lease_seconds must be longer than producer_delivery_timeout_seconds "
+                "RATING_PUBLICATION_LEASE_SECONDS must be longer than RATING_PRODUCER_DELIVERY_TIMEOUT_SECONDS "
                 f"({self.publication_lease_seconds} <= {self.producer_delivery_timeout_seconds})"
             )
         if self.kafka_heartbeat_interval_ms * 3 > self.kafka_session_timeout_ms:
-            raise ValueError("kafka_heartbeat_interval_ms must be at most a third of kafka_session_timeout_ms")
+            raise ValueError(
+                "RATING_KAFKA_HEARTBEAT_INTERVAL_MS must be at most a third of RATING_KAFKA_SESSION_TIMEOUT_MS"
+            )
         return self
