@@ -10,7 +10,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from worker.engine import Engine, GameOutcome, Verdict
+from worker.engine import Engine
 from worker.publish import Publisher
 from worker.retry import retrying
 from worker.schedule import Item, Planned, SeedItem, plan, ratings_read
@@ -51,7 +51,9 @@ class Pipeline:
             snapshot = await retrying("reading states", self.store.read, ratings, game_ids)
             planned = plan(self.engine, batch, snapshot)
             writes = [p.write for p in planned if p.write is not None]
-            flush = {r for p in planned if _is_duplicate(p) for r in p.ratings if snapshot.unconfirmed.get(r)}
+            # Unconfirmed events of any rating the batch read are flushed with it: a duplicate
+            # game, an unchanged seed row or a crash before publication leaves no event behind.
+            flush = {r for r in ratings if snapshot.unconfirmed.get(r)}
             applied, claimed = await retrying("applying states", self.store.apply, writes, sorted(flush))
             results = iter(applied)
             retry = []
@@ -84,6 +86,3 @@ class Pipeline:
         await retrying("acknowledging outboxes", self.store.ack, counts)
         return sent
 
-
-def _is_duplicate(p: Planned) -> bool:
-    return isinstance(p.outcome, GameOutcome) and p.outcome.verdict is Verdict.DUPLICATE

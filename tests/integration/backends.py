@@ -26,7 +26,7 @@ def _docker_or_skip() -> None:
         import docker  # type: ignore[import-untyped]  # noqa: PLC0415
 
         docker.from_env().ping()
-    except Exception as e:  # noqa: BLE001  # any failure means: no usable engine here
+    except Exception as e:  # any failure means: no usable engine here
         pytest.skip(f"RATING_TEST_BACKEND=testcontainers, but no Docker engine answers: {e}")
 
 
