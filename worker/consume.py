@@ -9,6 +9,7 @@ and the next owner re-reads the uncommitted records as duplicates.
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from collections.abc import Iterable
 
@@ -19,6 +20,7 @@ from worker import metrics
 from worker.dead_letter import DeadLetter, DeadLetters, Source
 from worker.decode import BadInput, ErrorKind, decode_game
 from worker.engine import GameOutcome, Verdict
+from worker.health import Health
 from worker.pipeline import Pipeline
 from worker.schedule import Item
 
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 # Kafka is down. Then we let the partitions go uncommitted (the next owner redoes them,
 # idempotently) rather than stall the whole group's rebalance.
 REVOKE_DRAIN_SECONDS = 10.0
+LAG_INTERVAL = 1.0  # seconds between lag samples
 FETCH_TIMEOUT_MS = 200  # how long an idle getmany waits: bounds how late a stop is noticed
 
 
@@ -39,7 +42,9 @@ class RatingConsumer:
         dead_letters: DeadLetters,
         batch_size: int,
         max_message_bytes: int,
+        health: Health | None = None,
     ) -> None:
+        self.health = health or Health(stall_seconds=float("inf"))
         self.consumer = consumer
         self.pipeline = pipeline
         self.dead_letters = dead_letters
@@ -47,26 +52,69 @@ class RatingConsumer:
         self.max_message_bytes = max_message_bytes
         self.in_flight = asyncio.Lock()
         self.totals: Counter[str] = Counter()
+        self.committed: dict[TopicPartition, int] = {}  # next offset, as committed by us (or found)
+        self.oldest_pending: dict[TopicPartition, float] = {}  # timestamp (s) of the batch in flight
+        self.last_done: dict[TopicPartition, float] = {}  # timestamp (s) of the last record committed
 
     def listener(self) -> ConsumerRebalanceListener:
         return _Listener(self)
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Consume until `stopping` is set; the batch in flight then finishes and is committed."""
-        while not stopping.is_set():
-            batches = await self.consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS, max_records=self.batch_size)
-            if batches:
-                async with self.in_flight:
-                    await self.process(batches)
+        watching = asyncio.create_task(self._watch_lag())
+        try:
+            while not stopping.is_set():
+                batches = await self.consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS, max_records=self.batch_size)
+                if batches:
+                    async with self.in_flight:
+                        await self.process(batches)
+        finally:
+            watching.cancel()
+
+    async def _watch_lag(self) -> None:
+        while True:
+            self.observe_lag(time.time())
+            await asyncio.sleep(LAG_INTERVAL)
+
+    def observe_lag(self, now: float) -> None:
+        """Lag per partition from the client's own view: highwater (from its fetches) - committed.
+
+        Measured against what is committed, not fetched, so a batch stuck in flight shows as
+        lag; and computed here rather than from the broker's end offsets (one request per
+        partition, and wrong on some Kafka-compatible brokers). Seconds: the age of the oldest
+        record not yet committed (approximated by the last committed one while none is in flight).
+        """
+        for tp in self.consumer.assignment():
+            highwater, done = self.consumer.highwater(tp), self.committed.get(tp)
+            if highwater is None or done is None:
+                continue
+            lag = max(0, highwater - done)
+            oldest = self.oldest_pending.get(tp, self.last_done.get(tp))
+            label = str(tp.partition)
+            metrics.LAG_RECORDS.labels(label).set(lag)
+            metrics.LAG_SECONDS.labels(label).set(max(0.0, now - oldest) if lag and oldest else 0.0)
+            self.health.lag(tp.partition, lag)
 
     async def process(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+        started = time.perf_counter()
+        count = sum(len(records) for records in batches.values())
+        metrics.IN_FLIGHT.set(count)
+        for tp, records in batches.items():
+            self.oldest_pending[tp] = records[0].timestamp / 1000
+        try:
+            await self._process(batches)
+        finally:
+            metrics.IN_FLIGHT.set(0)
+        metrics.PROCESSING_SECONDS.observe(time.perf_counter() - started)
+
+    async def _process(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> None:
         items: list[Item] = []
         sources: list[Source] = []  # each item's record, should it become a dead letter
         letters: list[DeadLetter] = []
         for tp, records in batches.items():
             for record in records:
                 metrics.GAMES_CONSUMED.inc()
-                source = Source(tp.topic, tp.partition, record.offset, record.key, record.value)
+                source = Source(tp.topic, tp.partition, record.offset, record.key, record.value, record.timestamp)
                 try:
                     game = decode_game(record.value if record.value is not None else b"", self.max_message_bytes)
                 except BadInput as e:
@@ -75,12 +123,15 @@ class RatingConsumer:
                 items.append(game)
                 sources.append(source)
         planned, stats = await self.pipeline.run(items)
+        published_at = time.time()
         metrics.CAS_CONFLICTS.inc(stats.conflicts)
-        metrics.EVENTS_PUBLISHED.inc(stats.events_sent)
+        metrics.EVENTS_SENT.inc(stats.events_sent)
         for p, source in zip(planned, sources, strict=True):
             if not isinstance(p.outcome, GameOutcome):
                 continue
             self._count(p.outcome)
+            if p.outcome.updates:
+                metrics.END_TO_END_SECONDS.observe(max(0.0, published_at - source.timestamp / 1000))
             if p.outcome.verdict is Verdict.CONFLICT:
                 game_id = getattr(p.item, "game_id", "")
                 error = BadInput(
@@ -92,11 +143,16 @@ class RatingConsumer:
         letters.sort(key=lambda d: (d.source.partition, d.source.offset))  # in the order they came
         await self.dead_letters.send(letters)
         await self.commit({tp: records[-1].offset + 1 for tp, records in batches.items()})
+        for tp, records in batches.items():
+            self.oldest_pending.pop(tp, None)
+            self.last_done[tp] = records[-1].timestamp / 1000
 
     def _count(self, outcome: GameOutcome) -> None:
         self.totals[outcome.verdict] += 1
         if outcome.verdict is Verdict.APPLIED:
-            metrics.GAMES_APPLIED.inc()
+            metrics.GAMES_RATED.inc()
+            for update in outcome.updates:
+                metrics.CHANGES_PUBLISHED.labels(update.event.kind, update.event.category).inc()
         elif outcome.skip is not None:
             metrics.GAMES_SKIPPED.labels(outcome.skip).inc()
 
@@ -108,6 +164,11 @@ class RatingConsumer:
             return
         try:
             await self.consumer.commit(mine)
+            now, wall = time.monotonic(), time.time()
+            self.committed.update(mine)
+            for tp in mine:
+                metrics.LAST_COMMIT.labels(str(tp.partition)).set(wall)
+                self.health.progressed(tp.partition, now)
         except (CommitFailedError, KafkaError) as e:
             # The group moved on (rebalance) or the coordinator is away: the records will be
             # consumed again and found to be duplicates; nothing is lost or applied twice.
@@ -138,3 +199,12 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
         log.info("partitions assigned: %s", sorted(str(tp) for tp in assigned))
+        metrics.REBALANCES.inc()
+        metrics.PARTITIONS_ASSIGNED.set(len(assigned))
+        self.consumer.health.assigned({tp.partition for tp in assigned}, time.monotonic())
+        for tp in assigned:  # where this owner starts: the group's committed offset
+            try:
+                offset = await self.consumer.consumer.committed(tp)
+            except KafkaError:
+                continue
+            self.consumer.committed[tp] = offset or 0

@@ -26,6 +26,7 @@ class Source:
     offset: int
     key: bytes | None
     value: bytes | None
+    timestamp: int = 0  # the record's timestamp, in ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ class DeadLetters:
     async def send(self, letters: Sequence[DeadLetter]) -> None:
         """Publish and wait for Kafka's acknowledgement; retried until it succeeds."""
         if letters:
-            await retrying(f"dead-lettering {len(letters)} records", self._send, letters)
+            await retrying("dead-lettering", self._send, letters)
         for letter in letters:
             metrics.DEAD_LETTERS.labels(letter.error.kind).inc()
             log.warning(

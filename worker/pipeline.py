@@ -85,4 +85,3 @@ class Pipeline:
         counts = {rating: len(events) for rating, events in claimed.outboxes.items()}
         await retrying("acknowledging outboxes", self.store.ack, counts)
         return sent
-

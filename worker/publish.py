@@ -29,7 +29,7 @@ class Publisher:
         sent = 0
         for r in range(rounds):
             records = [(rating.encode(), events[r]) for rating, events in outboxes.items() if len(events) > r]
-            await retrying(f"publishing {len(records)} events", self._send, records)
+            await retrying("publishing events", self._send, records)
             sent += len(records)
         return sent
 

@@ -10,20 +10,23 @@ the exit status is 1.
 import asyncio
 import logging
 import os
+import platform
 import signal
 import socket
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib.metadata import version
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from prometheus_client import start_http_server
 from redis.asyncio import Redis
 from redis.asyncio.sentinel import Sentinel
 
+from worker import metrics
 from worker.consume import RatingConsumer
 from worker.dead_letter import DeadLetters
 from worker.engine import Engine
+from worker.health import Health, serve_http, watch_dependencies
 from worker.pipeline import Pipeline
 from worker.publish import Publisher
 from worker.retry import retrying
@@ -45,16 +48,17 @@ def process_token() -> str:
 
 def make_redis(settings: WorkerSettings) -> "Redis":
     timeout = REDIS_SOCKET_TIMEOUT
+    url = settings.redis_url.get_secret_value()
     if not settings.redis_sentinels:
-        return Redis.from_url(settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout)
-    url = Redis.from_url(settings.redis_url).connection_pool.connection_kwargs
+        return Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    options = Redis.from_url(url).connection_pool.connection_kwargs
     sentinels = [(h, int(p)) for h, _, p in (s.strip().rpartition(":") for s in settings.redis_sentinels.split(","))]
     sentinel = Sentinel(sentinels, socket_timeout=timeout)  # type: ignore[no-untyped-call]
     # The primary is looked up again on every reconnection, so a failover is followed.
     primary: Redis = sentinel.master_for(
         settings.redis_sentinel_service,
-        db=url.get("db", 0),
-        password=url.get("password"),
+        db=options.get("db", 0),
+        password=options.get("password"),
         socket_timeout=timeout,
         socket_connect_timeout=timeout,
     )
@@ -104,8 +108,9 @@ async def serve(settings: WorkerSettings) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stopping.set)
-    if settings.metrics_port:
-        start_http_server(settings.metrics_port)
+    metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
+    health = Health(stall_seconds=settings.stall_seconds)
+    server = await serve_http(health, settings.metrics_port) if settings.metrics_port else None
     async with pipeline_for(settings) as (pipeline, producer):
         consumer = AIOKafkaConsumer(
             bootstrap_servers=settings.kafka_bootstrap_servers,
@@ -121,15 +126,23 @@ async def serve(settings: WorkerSettings) -> int:
         dead_letters = DeadLetters(
             producer, settings.topic_dead_letters, settings.max_message_bytes, settings.dead_letter_alarm_per_minute
         )
-        worker = RatingConsumer(consumer, pipeline, dead_letters, settings.batch_size, settings.max_message_bytes)
+        worker = RatingConsumer(
+            consumer, pipeline, dead_letters, settings.batch_size, settings.max_message_bytes, health
+        )
         consumer.subscribe([settings.topic_games], listener=worker.listener())
         await retrying("joining the consumer group", consumer.start)
+        watching = asyncio.create_task(
+            watch_dependencies(health, producer.client.fetch_all_metadata, pipeline.store.redis.ping)
+        )
         log.info("consuming %s as group %s", settings.topic_games, settings.kafka_group_id)
         running = asyncio.create_task(worker.run(stopping))
         try:
             await _until_stopped(running, stopping, settings.shutdown_grace_seconds)
         finally:
+            watching.cancel()
             await consumer.stop()
+            if server is not None:
+                server.close()
         if running.cancelled():
             log.error(
                 "shutdown grace of %.0f s ran out: the batch in flight was abandoned uncommitted",

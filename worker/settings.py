@@ -2,7 +2,7 @@
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -34,7 +34,8 @@ class WorkerSettings(RulesSettings):
     topic_ratings: str = "arena.rating.changed.v1"
     topic_dead_letters: str = "arena.game.finished.v1.dlq"
 
-    redis_url: str = "redis://localhost:6379/0"
+    # A secret: it may carry a password. Never logged (SecretStr hides it in reprs).
+    redis_url: SecretStr = SecretStr("redis://localhost:6379/0")
     # Behind Sentinel: "host:port,host:port" of the sentinels and the monitored service name;
     # then the primary is found through them and RATING_REDIS_URL only gives db and password.
     redis_sentinels: str | None = None
@@ -59,6 +60,10 @@ class WorkerSettings(RulesSettings):
     # A flood of bad input raises an alarm (log + metric) above this many dead letters a minute.
     dead_letter_alarm_per_minute: Annotated[int, Field(ge=1)] = 100
 
+    # /livez fails when a partition with lag made no progress for this long while Kafka and
+    # Redis answer. Longer than the publication lease: waiting out a dead holder's lease is
+    # progress delayed, not a stall.
+    stall_seconds: Annotated[float, Field(gt=0)] = 180.0
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     metrics_port: Annotated[int, Field(ge=0, le=65535)] = 9400
     # Drain budget on SIGTERM; the pod's terminationGracePeriodSeconds must be longer.
@@ -71,6 +76,8 @@ class WorkerSettings(RulesSettings):
                 "RATING_PUBLICATION_LEASE_SECONDS must be longer than RATING_PRODUCER_DELIVERY_TIMEOUT_SECONDS "
                 f"({self.publication_lease_seconds} <= {self.producer_delivery_timeout_seconds})"
             )
+        if self.stall_seconds <= self.publication_lease_seconds:
+            raise ValueError("RATING_STALL_SECONDS must be longer than RATING_PUBLICATION_LEASE_SECONDS")
         if self.kafka_heartbeat_interval_ms * 3 > self.kafka_session_timeout_ms:
             raise ValueError(
                 "RATING_KAFKA_HEARTBEAT_INTERVAL_MS must be at most a third of RATING_KAFKA_SESSION_TIMEOUT_MS"

@@ -22,7 +22,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from worker import keys
+from worker import keys, metrics
 from worker.rules.state import UNSEEN, RatingState
 from worker.state_codec import decode_state
 
@@ -181,7 +181,8 @@ class RedisStore:
         self._ack = redis.register_script(_ACK)
 
     async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot:
-        reply = await self._read(args=[self.prefix, len(ratings), *ratings, *game_ids])
+        with metrics.REDIS_SECONDS.labels("read").time():
+            reply = await self._read(args=[self.prefix, len(ratings), *ratings, *game_ids])
         states, unconfirmed = {}, {}
         for n, rating in enumerate(ratings):
             value, pending = reply[2 * n], reply[2 * n + 1]
@@ -206,7 +207,8 @@ class RedisStore:
                 args += [rating, state, payload]
         flush = list(flush)
         args += [len(flush), *flush]
-        results, claimed, blocked = await self._apply(args=args)
+        with metrics.REDIS_SECONDS.labels("apply").time():
+            results, claimed, blocked = await self._apply(args=args)
         await self._wait_for_replicas()
         return [r == 1 for r in results], _claimed(claimed, blocked)
 
@@ -220,7 +222,8 @@ class RedisStore:
         args: list[Any] = [self.prefix, self.token]
         for rating, n in sent.items():
             args += [rating, n]
-        await self._ack(args=args)
+        with metrics.REDIS_SECONDS.labels("ack").time():
+            await self._ack(args=args)
 
     async def _wait_for_replicas(self) -> None:
         """With RATING_REDIS_WAIT_REPLICAS > 0, nothing is published before replicas hold the write."""
