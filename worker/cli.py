@@ -120,6 +120,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return asyncio.run(demo(args.players, args.rate, args.workers, args.duration))
 
 
+def cmd_topics(args: argparse.Namespace) -> int:
+    from worker.topics import create  # noqa: PLC0415
+
+    settings = _worker_settings()
+    created = asyncio.run(create(settings, args.partitions, args.replication))
+    print(f"topics: created {', '.join(created) or 'none (all exist)'}", file=sys.stderr)
+    return 0
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from schemas.export import check, export  # noqa: PLC0415  # only this command needs it
 
@@ -177,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("seed", type=Path, metavar="SEED.csv")
     imp.add_argument("--force", action="store_true", help="overwrite ratings that already have state")
     imp.set_defaults(func=cmd_import)
+
+    topics = commands.add_parser("topics", help="create the input, output and dead-letter topics")
+    topics.add_argument("--partitions", type=int, default=12, help="of the input and output topics")
+    topics.add_argument("--replication", type=int, default=3)
+    topics.set_defaults(func=cmd_topics)
 
     demo = commands.add_parser("demo", help="the embedded default: local broker, Redis, workers and a live stream")
     demo.add_argument("--players", type=int, default=200)

@@ -1,0 +1,53 @@
+"""The three topics and their settings: `rating-worker topics` creates them.
+
+- input: kept for good (`retention.ms=-1`), so that every rating can be rebuilt from it;
+- output: compacted, so that it is a changelog (latest event per rating), with a week of
+  minimum compaction lag so that consumers that fall behind still see every change;
+- dead letters: 30 days, time enough for an operator to look at them and replay them.
+`min.insync.replicas=2` with `acks=all` and 3 replicas: an acknowledged record survives the
+loss of one broker.
+"""
+
+from dataclasses import dataclass
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+from worker.settings import WorkerSettings
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    config: dict[str, str]
+
+
+def topic_specs(settings: WorkerSettings, partitions: int, replication: int) -> list[TopicSpec]:
+    durable = {"min.insync.replicas": str(min(2, replication))}
+    return [
+        TopicSpec(settings.topic_games, partitions, {**durable, "retention.ms": "-1"}),
+        TopicSpec(
+            settings.topic_ratings,
+            partitions,
+            {**durable, "cleanup.policy": "compact", "min.compaction.lag.ms": str(7 * DAY_MS)},
+        ),
+        TopicSpec(settings.topic_dead_letters, 1, {**durable, "retention.ms": str(30 * DAY_MS)}),
+    ]
+
+
+async def create(settings: WorkerSettings, partitions: int, replication: int) -> list[str]:
+    """Create the topics; return the names created (existing ones are left as they are)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
+    await admin.start()
+    try:
+        existing = set(await admin.list_topics())
+        wanted = [s for s in topic_specs(settings, partitions, replication) if s.name not in existing]
+        if wanted:
+            await admin.create_topics(
+                [NewTopic(s.name, s.partitions, replication, topic_configs=s.config) for s in wanted]
+            )
+        return [s.name for s in wanted]
+    finally:
+        await admin.close()
