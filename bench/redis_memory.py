@@ -51,8 +51,10 @@ async def measure(ratings: int, games: int) -> None:
         after_games = await used(redis)
         per_rating = (after_ratings - base) / ratings
         per_game = (after_games - after_ratings) / games
-        print(f"redis: {per_rating:.0f} B per rating (established, no qualifying games), "
-              f"{3 * per_rating:.0f} B per player rated in 3 categories")
+        print(
+            f"redis: {per_rating:.0f} B per rating (established, no qualifying games), "
+            f"{3 * per_rating:.0f} B per player rated in 3 categories"
+        )
         print(f"redis: {per_game:.0f} B per recorded game (idempotency record with its expiry)")
         await redis.aclose()
     finally:
