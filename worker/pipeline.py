@@ -79,9 +79,17 @@ class Pipeline:
         return [p for p in final if p is not None], stats
 
     async def _publish(self, claimed: Claimed) -> int:
-        if not claimed.outboxes:
-            return 0
-        sent = await self.publisher.publish(claimed.outboxes)
-        counts = {rating: len(events) for rating, events in claimed.outboxes.items()}
-        await retrying("acknowledging outboxes", self.store.ack, counts)
-        return sent
+        """Send the claimed outboxes in rounds; after each, drop what Kafka acknowledged.
+
+        Round r holds the r-th event of every outbox, so event n+1 of a rating goes out only
+        after n is acknowledged; dropping each round at once means a crash can repeat only
+        the last event sent of a rating, and only right after its original.
+        """
+        outboxes = claimed.outboxes
+        rounds = max((len(events) for events in outboxes.values()), default=0)
+        for r in range(rounds):
+            ratings = [rating for rating, events in outboxes.items() if len(events) > r]
+            await self.publisher.send([(rating.encode(), outboxes[rating][r]) for rating in ratings])
+            more = {rating for rating in ratings if len(outboxes[rating]) > r + 1}
+            await retrying("acknowledging outboxes", self.store.ack, dict.fromkeys(ratings, 1), more)
+        return sum(len(events) for events in outboxes.values())

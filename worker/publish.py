@@ -1,7 +1,8 @@
 """Publication of rating events and dead letters, acknowledged by Kafka (acks=all).
 
-Outboxes are sent in rounds: round r holds the r-th unconfirmed event of every claimed
-rating, so event n+1 of a key is sent only after event n was acknowledged. A round is
+Outboxes are sent in rounds (see `worker.pipeline`): round r holds the r-th unconfirmed
+event of every claimed rating, so event n+1 of a key is sent only after event n was
+acknowledged. A round is
 grouped by partition (murmur2 of the key, as every Kafka client partitions) and sent with
 `send_batch`, one produce request per partition rather than one `send()` per event.
 """
@@ -23,15 +24,9 @@ class Publisher:
         self.delivery_timeout = delivery_timeout
         self.partitioner = DefaultPartitioner()
 
-    async def publish(self, outboxes: dict[str, list[bytes]]) -> int:
-        """Send every outbox in order; return the number of events sent."""
-        rounds = max((len(events) for events in outboxes.values()), default=0)
-        sent = 0
-        for r in range(rounds):
-            records = [(rating.encode(), events[r]) for rating, events in outboxes.items() if len(events) > r]
-            await retrying("publishing events", self._send, records)
-            sent += len(records)
-        return sent
+    async def send(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        """Send one round (at most one event per key) and wait until Kafka acknowledges all of it."""
+        await retrying("publishing events", self._send, records)
 
     async def _send(self, records: Sequence[tuple[bytes, bytes]]) -> None:
         partitions = sorted(await self.producer.partitions_for(self.topic))

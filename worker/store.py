@@ -8,7 +8,9 @@ Three scripts, each one round trip for a whole batch:
   the check taints every rating it read, so no later game of the batch touching them is
   applied before it (per-player order). Then it claims the publication lease of every
   outbox it touched and returns their contents;
-- `ack`: removes acknowledged events from the outboxes whose lease is still ours.
+- `ack`: removes acknowledged events from the outboxes whose lease is still ours, after each
+  round of publication, so that a crash can only repeat the last event sent of a rating,
+  right after its original.
 
 The seq of a state is its version: every write increases it by one, so an unchanged seq is
 an unchanged state. Keys are built inside the scripts from the prefix, so the worker needs
@@ -16,7 +18,7 @@ a single Redis primary (standalone or Sentinel), not Redis Cluster.
 """
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,12 +111,16 @@ return {results, claimed, blocked}
 )
 
 _ACK = """
-local p, token = ARGV[1], ARGV[2]
-for i = 3, #ARGV, 2 do
+local p, token, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
+for i = 4, #ARGV, 3 do
   local lease = p .. $LEASE .. ARGV[i]
   if redis.call('GET', lease) == token then
     redis.call('LTRIM', p .. $OUTBOX .. ARGV[i], tonumber(ARGV[i + 1]), -1)
-    redis.call('DEL', lease)
+    if ARGV[i + 2] == '1' then
+      redis.call('DEL', lease)
+    else
+      redis.call('PEXPIRE', lease, lease_ms)
+    end
   end
 end
 return 0
@@ -215,13 +221,17 @@ class RedisStore:
     async def claim(self, ratings: Iterable[str]) -> Claimed:
         return (await self.apply((), ratings))[1]
 
-    async def ack(self, sent: dict[str, int]) -> None:
-        """Drop the first `n` events of each outbox, if our lease on it still holds."""
+    async def ack(self, sent: dict[str, int], keep: Collection[str] = ()) -> None:
+        """Drop the first `n` events of each outbox, if our lease on it still holds.
+
+        The lease is released, except for the ratings in `keep` (more of their events are
+        still to be sent), whose lease is renewed instead.
+        """
         if not sent:
             return
-        args: list[Any] = [self.prefix, self.token]
+        args: list[Any] = [self.prefix, self.token, self.lease_ms]
         for rating, n in sent.items():
-            args += [rating, n]
+            args += [rating, n, 0 if rating in keep else 1]
         with metrics.REDIS_SECONDS.labels("ack").time():
             await self._ack(args=args)
 
