@@ -347,6 +347,28 @@ async def _renew(r: Redis) -> None:
     assert 1000 < await r.pttl(keys.lease_key(PREFIX, key)) <= 2000
 
 
+def test_an_ack_between_rounds_keeps_and_renews_the_lease(redis_server: RedisServer) -> None:
+    run(redis_server.url, _ack_between_rounds)
+
+
+async def _ack_between_rounds(r: Redis) -> None:
+    store = make_store(r, "A", lease_seconds=2.0)
+    key = rating("a")
+    first, u1 = seed_write("a", 180000)
+    second, u2 = seed_write("a", 190000, u1.state)
+    _, claimed = await store.apply([first, second])
+    assert claimed.outboxes == {key: [u1.payload, u2.payload]}
+    await r.pexpire(keys.lease_key(PREFIX, key), 100)
+    # Round 1 acknowledged: its event is dropped at once, the lease kept (and renewed) for round 2.
+    await store.ack({key: 1}, keep={key})
+    assert await outbox(r, key) == [u2.payload]
+    assert await lease_holder(r, key) == b"A"
+    assert 1000 < await r.pttl(keys.lease_key(PREFIX, key)) <= 2000
+    await store.ack({key: 1})
+    assert await outbox(r, key) == []
+    assert await lease_holder(r, key) is None
+
+
 def test_a_lease_expires_after_the_lease_time(redis_server: RedisServer) -> None:
     run(redis_server.url, _lease_expiry)
 
