@@ -129,6 +129,23 @@ def cmd_topics(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_restore(args: argparse.Namespace) -> int:
+    from worker.logs import configure_logging  # noqa: PLC0415
+    from worker.restore import run  # noqa: PLC0415
+
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    report = run(settings, args.force, lambda line: print(line, file=sys.stderr))
+    for rating in report.refused:
+        print(f"refused: {rating} has another state in Redis (use --force to overwrite it)", file=sys.stderr)
+    print(
+        f"restore: {report.written} states written, {report.unchanged} unchanged, {len(report.refused)} refused; "
+        f"{report.games_recorded} game records added",
+        file=sys.stderr,
+    )
+    return 1 if report.refused else 0
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from schemas.export import check, export  # noqa: PLC0415  # only this command needs it
 
@@ -186,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("seed", type=Path, metavar="SEED.csv")
     imp.add_argument("--force", action="store_true", help="overwrite ratings that already have state")
     imp.set_defaults(func=cmd_import)
+
+    restore = commands.add_parser("restore", help="rebuild the Redis state from the output topic (workers stopped)")
+    restore.add_argument("--force", action="store_true", help="overwrite states that differ from the topic's")
+    restore.set_defaults(func=cmd_restore)
 
     topics = commands.add_parser("topics", help="create the input, output and dead-letter topics")
     topics.add_argument("--partitions", type=int, default=12, help="of the input and output topics")

@@ -18,6 +18,9 @@ from worker.rules.state import UNSEEN, RatingState
 from worker.rules.system import Change, Kind, Pairing, Rated, RatingSystem, Skip
 
 _WHITE_SCORE = {"1-0": 100, "1/2-1/2": 50, "0-1": 0}
+# The idempotency record of a game restored from the output topic (`rating-worker restore`):
+# its facts are unknown, so a redelivery of that game is a duplicate whatever its facts.
+RESTORED = b""
 
 
 class Verdict(StrEnum):
@@ -100,7 +103,7 @@ class Engine:
         """What `game` does, given the states of `ratings_read(game)` and its recorded digest if any."""
         digest = facts_digest(game)
         if known is not None:
-            verdict = Verdict.DUPLICATE if known == digest else Verdict.CONFLICT
+            verdict = Verdict.DUPLICATE if known in (digest, RESTORED) else Verdict.CONFLICT
             return GameOutcome(verdict, digest, Skip.DUPLICATE if verdict is Verdict.DUPLICATE else None)
         category = self.rules.category(game)
         if isinstance(category, Skip):
