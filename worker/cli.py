@@ -146,6 +146,35 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 1 if report.refused else 0
 
 
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from worker.logs import configure_logging  # noqa: PLC0415
+    from worker.rebuild import run_rebuild  # noqa: PLC0415
+
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    try:
+        seeds = read_seed_file(args.seed) if args.seed else []
+    except SeedFileError as e:
+        raise UsageError(str(e)) from None
+    if args.prefix == settings.redis_key_prefix:
+        raise UsageError("--prefix must differ from RATING_REDIS_KEY_PREFIX: the rebuild never touches live state")
+    report = run_rebuild(settings, seeds, args.prefix, args.force, lambda line: print(line, file=sys.stderr))
+    return 1 if report.refused else 0
+
+
+def cmd_switch_over(args: argparse.Namespace) -> int:
+    from worker.logs import configure_logging  # noqa: PLC0415
+    from worker.rebuild import run_switch_over  # noqa: PLC0415
+
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    report = run_switch_over(settings, args.prefix, lambda line: print(line, file=sys.stderr))
+    for rating in report.unrated:
+        print(f"not switched: {rating} is unrated in the rebuild (an imported event needs a rating)", file=sys.stderr)
+    print(f"switch-over: {report.switched} imported events published", file=sys.stderr)
+    return 0
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from schemas.export import check, export  # noqa: PLC0415  # only this command needs it
 
@@ -207,6 +236,16 @@ def build_parser() -> argparse.ArgumentParser:
     restore = commands.add_parser("restore", help="rebuild the Redis state from the output topic (workers stopped)")
     restore.add_argument("--force", action="store_true", help="overwrite states that differ from the topic's")
     restore.set_defaults(func=cmd_restore)
+
+    rebuild = commands.add_parser("rebuild", help="recompute every rating from the input topic into a fresh prefix")
+    rebuild.add_argument("--prefix", default="rating-rebuild:", help="key prefix of the rebuilt state")
+    rebuild.add_argument("--seed", type=Path, metavar="SEED.csv", help="the seed file applied before the games")
+    rebuild.add_argument("--force", action="store_true", help="overwrite keys already under the prefix")
+    rebuild.set_defaults(func=cmd_rebuild)
+
+    switch = commands.add_parser("switch-over", help="publish rebuilt ratings that differ as imported events")
+    switch.add_argument("--prefix", default="rating-rebuild:", help="key prefix of the rebuilt state")
+    switch.set_defaults(func=cmd_switch_over)
 
     topics = commands.add_parser("topics", help="create the input, output and dead-letter topics")
     topics.add_argument("--partitions", type=int, default=12, help="of the input and output topics")

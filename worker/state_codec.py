@@ -14,8 +14,9 @@ def encode_state(state: RatingState) -> bytes:
     return f"{state.seq}|{rating}|{state.rated_games}|{qualifying}".encode()
 
 
-def decode_state(value: bytes) -> RatingState:
-    seq, rating, rated_games, qualifying = value.decode().split("|")
+def decode_state(value: bytes | str) -> RatingState:
+    text = value.decode() if isinstance(value, bytes) else value
+    seq, rating, rated_games, qualifying = text.split("|")
     entries = []
     if qualifying:
         for entry in qualifying.split(";"):
