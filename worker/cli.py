@@ -2,6 +2,7 @@
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from contextlib import ExitStack
@@ -81,8 +82,11 @@ def cmd_rate(args: argparse.Namespace) -> int:
 def _worker_settings() -> "WorkerSettings":
     from worker.settings import WorkerSettings  # noqa: PLC0415
 
+    secrets_dir = os.environ.get("RATING_SECRETS_DIR")
+    if secrets_dir is not None and not Path(secrets_dir).is_dir():
+        raise UsageError(f"setting RATING_SECRETS_DIR: {secrets_dir} is not a directory")
     try:
-        return WorkerSettings()
+        return WorkerSettings(_secrets_dir=secrets_dir)
     except ValidationError as e:
         raise _settings_error(e) from None
 

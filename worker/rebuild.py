@@ -24,6 +24,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from schemas.game_finished import GameFinished
 from worker import keys
+from worker.connections import kafka_options, make_redis
 from worker.decode import BadInput, decode_game
 from worker.engine import Engine, SeedRow
 from worker.importer import import_ratings
@@ -59,9 +60,7 @@ class SwitchReport:
 
 async def read_history(settings: WorkerSettings) -> tuple[list[GameFinished], int, int]:
     """Every valid game of the input topic, and the counts of records and of bad ones."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False, auto_offset_reset="earliest"
-    )
+    consumer = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False, auto_offset_reset="earliest")
     await consumer.start()
     try:
         await consumer.topics()
@@ -116,7 +115,6 @@ async def rebuild(
 ) -> RebuildReport:
     if prefix == settings.redis_key_prefix:
         raise ValueError("the rebuild prefix must differ from RATING_REDIS_KEY_PREFIX (the live state)")
-    from worker.service import make_redis  # noqa: PLC0415
 
     report = RebuildReport()
     redis = make_redis(settings)
@@ -153,7 +151,6 @@ def same_rating(live: RatingState, rebuilt: RatingState) -> bool:
 
 
 async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str], None]) -> SwitchReport:
-    from worker.service import make_redis  # noqa: PLC0415
 
     report = SwitchReport()
     redis = make_redis(settings)

@@ -21,6 +21,7 @@ from redis.asyncio import Redis
 
 from schemas.rating_changed import RatingChanged
 from worker import keys
+from worker.connections import kafka_options, make_redis
 from worker.engine import RESTORED
 from worker.rules.state import QualifyingGame, RatingState
 from worker.settings import WorkerSettings
@@ -60,9 +61,7 @@ async def read_changelog(
     settings: WorkerSettings, progress: Callable[[int], None]
 ) -> tuple[dict[str, RatingState], set[str], int]:
     """The latest state of every rating, the game ids seen, and the number of records read."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=settings.kafka_bootstrap_servers, enable_auto_commit=False, auto_offset_reset="earliest"
-    )
+    consumer = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False, auto_offset_reset="earliest")
     await consumer.start()
     try:
         await consumer.topics()
@@ -139,7 +138,6 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
     states, games, report.records = await read_changelog(settings, progress)
     report.ratings, report.games = len(states), len(games)
     say(f"restore: read {report.records} records: {report.ratings} ratings, {report.games} games")
-    from worker.service import make_redis  # noqa: PLC0415  # avoids a cycle at import time
 
     redis = make_redis(settings)
     try:

@@ -19,10 +19,9 @@ from contextlib import asynccontextmanager
 from importlib.metadata import version
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from redis.asyncio import Redis
-from redis.asyncio.sentinel import Sentinel
 
 from worker import metrics
+from worker.connections import kafka_options, make_redis
 from worker.consume import RatingConsumer
 from worker.dead_letter import DeadLetters
 from worker.engine import Engine
@@ -38,7 +37,6 @@ log = logging.getLogger(__name__)
 
 # Output batches up to 1 MiB: a whole round of a batch's events fits in one request.
 PRODUCER_MAX_BATCH_BYTES = 1024 * 1024
-REDIS_SOCKET_TIMEOUT = 5.0  # a Redis call slower than this is treated as an outage and retried
 
 
 def process_token() -> str:
@@ -46,28 +44,9 @@ def process_token() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def make_redis(settings: WorkerSettings) -> "Redis":
-    timeout = REDIS_SOCKET_TIMEOUT
-    url = settings.redis_url.get_secret_value()
-    if not settings.redis_sentinels:
-        return Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
-    options = Redis.from_url(url).connection_pool.connection_kwargs
-    sentinels = [(h, int(p)) for h, _, p in (s.strip().rpartition(":") for s in settings.redis_sentinels.split(","))]
-    sentinel = Sentinel(sentinels, socket_timeout=timeout)  # type: ignore[no-untyped-call]
-    # The primary is looked up again on every reconnection, so a failover is followed.
-    primary: Redis = sentinel.master_for(
-        settings.redis_sentinel_service,
-        db=options.get("db", 0),
-        password=options.get("password"),
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-    )
-    return primary
-
-
 def make_producer(settings: WorkerSettings) -> AIOKafkaProducer:
     return AIOKafkaProducer(
-        bootstrap_servers=settings.kafka_bootstrap_servers,
+        **kafka_options(settings),
         acks="all",
         # Order per key comes from sending event n+1 only after n is acknowledged, not from
         # the idempotent producer (which some Kafka-compatible brokers lack).
@@ -113,7 +92,7 @@ async def serve(settings: WorkerSettings) -> int:
     server = await serve_http(health, settings.metrics_port) if settings.metrics_port else None
     async with pipeline_for(settings) as (pipeline, producer):
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=settings.kafka_bootstrap_servers,
+            **kafka_options(settings),
             group_id=settings.kafka_group_id,
             group_instance_id=settings.kafka_group_instance_id,
             enable_auto_commit=False,

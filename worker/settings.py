@@ -19,7 +19,11 @@ class RulesSettings(BaseSettings):
 
 
 class WorkerSettings(RulesSettings):
-    """Everything `rating-worker run` (and `import`) reads. Documented in the README."""
+    """Everything `rating-worker run` (and `import`) reads. Documented in the README.
+
+    Any setting may also come from a file named after its variable (`rating_redis_password`,
+    ...) in the directory RATING_SECRETS_DIR: Kubernetes Secrets mounted as files.
+    """
 
     kafka_bootstrap_servers: str = "localhost:9092"
     kafka_group_id: str = "rating-worker"
@@ -30,12 +34,27 @@ class WorkerSettings(RulesSettings):
     # a quick take-over, long enough to ride out a GC pause or a slow Redis call.
     kafka_session_timeout_ms: Annotated[int, Field(ge=1000)] = 10000
     kafka_heartbeat_interval_ms: Annotated[int, Field(ge=100)] = 3000
+    # Security. SASL (PLAIN, SCRAM) over plaintext or TLS; TLS files are PEM paths (mounted).
+    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-512"
+    kafka_sasl_username: str | None = None
+    kafka_sasl_password: SecretStr | None = None
+    kafka_ssl_cafile: str | None = None
+    kafka_ssl_certfile: str | None = None
+    kafka_ssl_keyfile: str | None = None
+    kafka_ssl_check_hostname: bool = True
     topic_games: str = "arena.game.finished.v1"
     topic_ratings: str = "arena.rating.changed.v1"
     topic_dead_letters: str = "arena.game.finished.v1.dlq"
 
     # A secret: it may carry a password. Never logged (SecretStr hides it in reprs).
     redis_url: SecretStr = SecretStr("redis://localhost:6379/0")
+    # An ACL user and password (or put them in a rediss:// URL); TLS with rediss:// URLs.
+    redis_username: str | None = None
+    redis_password: SecretStr | None = None
+    redis_ssl_ca_file: str | None = None
+    redis_ssl_certfile: str | None = None
+    redis_ssl_keyfile: str | None = None
     # Behind Sentinel: "host:port,host:port" of the sentinels and the monitored service name;
     # then the primary is found through them and RATING_REDIS_URL only gives db and password.
     redis_sentinels: str | None = None
@@ -76,6 +95,14 @@ class WorkerSettings(RulesSettings):
                 "RATING_PUBLICATION_LEASE_SECONDS must be longer than RATING_PRODUCER_DELIVERY_TIMEOUT_SECONDS "
                 f"({self.publication_lease_seconds} <= {self.producer_delivery_timeout_seconds})"
             )
+        if self.kafka_security_protocol.startswith("SASL") and not (
+            self.kafka_sasl_username and self.kafka_sasl_password
+        ):
+            raise ValueError(
+                "RATING_KAFKA_SECURITY_PROTOCOL=SASL_* needs RATING_KAFKA_SASL_USERNAME and RATING_KAFKA_SASL_PASSWORD"
+            )
+        if (self.redis_ssl_certfile is None) != (self.redis_ssl_keyfile is None):
+            raise ValueError("RATING_REDIS_SSL_CERTFILE and RATING_REDIS_SSL_KEYFILE go together")
         if self.stall_seconds <= self.publication_lease_seconds:
             raise ValueError("RATING_STALL_SECONDS must be longer than RATING_PUBLICATION_LEASE_SECONDS")
         if self.kafka_heartbeat_interval_ms * 3 > self.kafka_session_timeout_ms:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from worker.connections import kafka_options
 from worker.settings import WorkerSettings
 
 DAY_MS = 24 * 3600 * 1000
@@ -39,7 +40,7 @@ def topic_specs(settings: WorkerSettings, partitions: int, replication: int) -> 
 
 async def create(settings: WorkerSettings, partitions: int, replication: int) -> list[str]:
     """Create the topics; return the names created (existing ones are left as they are)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap_servers)
+    admin = AIOKafkaAdminClient(**kafka_options(settings))
     await admin.start()
     try:
         existing = set(await admin.list_topics())

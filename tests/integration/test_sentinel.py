@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from worker.connections import make_redis
 from worker.embedded import RedisServer, free_port
-from worker.service import make_redis
 from worker.settings import WorkerSettings
 from worker.store import RedisStore, Write
 

@@ -1,0 +1,71 @@
+"""How the worker connects to Kafka and Redis: addresses, authentication and TLS, in one place.
+
+Every command (run, import, restore, rebuild, topics) builds its clients from here, so a
+security setting applies to all of them. Secrets come from settings or from files mounted
+in RATING_SECRETS_DIR (see `worker.settings`), and are never logged.
+"""
+
+from typing import Any
+
+from aiokafka.helpers import create_ssl_context
+from redis.asyncio import Redis
+from redis.asyncio.sentinel import Sentinel
+
+from worker.settings import WorkerSettings
+
+REDIS_SOCKET_TIMEOUT = 5.0  # a Redis call slower than this is treated as an outage and retried
+
+
+def kafka_options(settings: WorkerSettings) -> dict[str, Any]:
+    """The keyword arguments every aiokafka client (consumer, producer, admin) gets."""
+    options: dict[str, Any] = {
+        "bootstrap_servers": settings.kafka_bootstrap_servers,
+        "security_protocol": settings.kafka_security_protocol,
+    }
+    if settings.kafka_security_protocol in ("SSL", "SASL_SSL"):
+        context = create_ssl_context(
+            cafile=settings.kafka_ssl_cafile,
+            certfile=settings.kafka_ssl_certfile,
+            keyfile=settings.kafka_ssl_keyfile,
+        )
+        context.check_hostname = settings.kafka_ssl_check_hostname
+        options["ssl_context"] = context
+    if settings.kafka_security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        assert settings.kafka_sasl_password is not None  # the settings check it
+        options["sasl_mechanism"] = settings.kafka_sasl_mechanism
+        options["sasl_plain_username"] = settings.kafka_sasl_username
+        options["sasl_plain_password"] = settings.kafka_sasl_password.get_secret_value()
+    return options
+
+
+def redis_options(settings: WorkerSettings) -> dict[str, Any]:
+    """Connection options besides the URL: timeouts, ACL user and password, TLS files."""
+    options: dict[str, Any] = {
+        "socket_timeout": REDIS_SOCKET_TIMEOUT,
+        "socket_connect_timeout": REDIS_SOCKET_TIMEOUT,
+    }
+    if settings.redis_username is not None:
+        options["username"] = settings.redis_username
+    if settings.redis_password is not None:
+        options["password"] = settings.redis_password.get_secret_value()
+    if settings.redis_ssl_ca_file is not None:
+        options["ssl_ca_certs"] = settings.redis_ssl_ca_file
+    if settings.redis_ssl_certfile is not None:
+        options["ssl_certfile"] = settings.redis_ssl_certfile
+        options["ssl_keyfile"] = settings.redis_ssl_keyfile
+    return options
+
+
+def make_redis(settings: WorkerSettings) -> "Redis":
+    url = settings.redis_url.get_secret_value()
+    options = redis_options(settings)
+    if not settings.redis_sentinels:
+        return Redis.from_url(url, **options)
+    from_url = Redis.from_url(url).connection_pool.connection_kwargs
+    sentinels = [(h, int(p)) for h, _, p in (s.strip().rpartition(":") for s in settings.redis_sentinels.split(","))]
+    sentinel = Sentinel(sentinels, socket_timeout=REDIS_SOCKET_TIMEOUT)  # type: ignore[no-untyped-call]
+    options.setdefault("password", from_url.get("password"))
+    options.setdefault("username", from_url.get("username"))
+    # The primary is looked up again on every reconnection, so a failover is followed.
+    primary: Redis = sentinel.master_for(settings.redis_sentinel_service, db=from_url.get("db", 0), **options)
+    return primary
