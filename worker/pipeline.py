@@ -62,8 +62,9 @@ class Pipeline:
                     final[index] = p
                 else:
                     retry.append(index)
-            stats.events_sent += await self._publish(claimed)
-            blocked = (blocked | set(claimed.blocked)) - set(claimed.outboxes)
+            sent, lost = await self._publish(claimed)
+            stats.events_sent += sent
+            blocked = (blocked | set(claimed.blocked) | lost) - (set(claimed.outboxes) - lost)
             if retry:
                 stats.conflicts += len(retry)
                 log.debug("%d of %d items changed under us; recomputing them", len(retry), len(pending))
@@ -74,22 +75,32 @@ class Pipeline:
             await asyncio.sleep(delay)
             delay = min(delay * 2, BLOCKED_MAX_DELAY)
             claimed = await retrying("claiming outboxes", self.store.claim, sorted(blocked))
-            stats.events_sent += await self._publish(claimed)
-            blocked = set(claimed.blocked)
+            sent, lost = await self._publish(claimed)
+            stats.events_sent += sent
+            blocked = set(claimed.blocked) | lost
         return [p for p in final if p is not None], stats
 
-    async def _publish(self, claimed: Claimed) -> int:
+    async def _publish(self, claimed: Claimed) -> tuple[int, set[str]]:
         """Send the claimed outboxes in rounds; after each, drop what Kafka acknowledged.
 
         Round r holds the r-th event of every outbox, so event n+1 of a rating goes out only
         after n is acknowledged; dropping each round at once means a crash can repeat only
-        the last event sent of a rating, and only right after its original.
+        the last event sent of a rating, and only right after its original. A rating whose
+        lease was lost meanwhile (an outage longer than the lease) is sent no further: its
+        events wait for whoever holds the lease next, who re-sends the last one first.
+        Returns the events sent and the ratings whose lease was lost.
         """
-        outboxes = claimed.outboxes
-        rounds = max((len(events) for events in outboxes.values()), default=0)
-        for r in range(rounds):
-            ratings = [rating for rating, events in outboxes.items() if len(events) > r]
+        outboxes = dict(claimed.outboxes)
+        lost: set[str] = set()
+        sent = 0
+        r = 0
+        while outboxes:
+            ratings = list(outboxes)
             await self.publisher.send([(rating.encode(), outboxes[rating][r]) for rating in ratings])
+            sent += len(ratings)
             more = {rating for rating in ratings if len(outboxes[rating]) > r + 1}
-            await retrying("acknowledging outboxes", self.store.ack, dict.fromkeys(ratings, 1), more)
-        return sum(len(events) for events in outboxes.values())
+            gone = set(await retrying("acknowledging outboxes", self.store.ack, dict.fromkeys(ratings, 1), more))
+            lost |= gone
+            outboxes = {rating: events for rating, events in outboxes.items() if rating in more and rating not in gone}
+            r += 1
+        return sent, lost

@@ -112,6 +112,7 @@ return {results, claimed, blocked}
 
 _ACK = """
 local p, token, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local lost = {}
 for i = 4, #ARGV, 3 do
   local lease = p .. $LEASE .. ARGV[i]
   if redis.call('GET', lease) == token then
@@ -121,9 +122,11 @@ for i = 4, #ARGV, 3 do
     else
       redis.call('PEXPIRE', lease, lease_ms)
     end
+  else
+    lost[#lost + 1] = ARGV[i]
   end
 end
-return 0
+return lost
 """
 
 
@@ -221,19 +224,21 @@ class RedisStore:
     async def claim(self, ratings: Iterable[str]) -> Claimed:
         return (await self.apply((), ratings))[1]
 
-    async def ack(self, sent: dict[str, int], keep: Collection[str] = ()) -> None:
+    async def ack(self, sent: dict[str, int], keep: Collection[str] = ()) -> list[str]:
         """Drop the first `n` events of each outbox, if our lease on it still holds.
 
         The lease is released, except for the ratings in `keep` (more of their events are
-        still to be sent), whose lease is renewed instead.
+        still to be sent), whose lease is renewed instead. Returns the ratings whose lease
+        was lost (it expired, during an outage): their events stay for the next holder.
         """
         if not sent:
-            return
+            return []
         args: list[Any] = [self.prefix, self.token, self.lease_ms]
         for rating, n in sent.items():
             args += [rating, n, 0 if rating in keep else 1]
         with metrics.REDIS_SECONDS.labels("ack").time():
-            await self._ack(args=args)
+            lost = await self._ack(args=args)
+        return [r.decode() for r in lost]
 
     async def _wait_for_replicas(self) -> None:
         """With RATING_REDIS_WAIT_REPLICAS > 0, nothing is published before replicas hold the write."""
