@@ -23,6 +23,7 @@ import redis
 
 from tests.integration.audit import Audit, audit
 from tests.integration.conftest import Stack
+from tests.integration.fault_report import FaultReport, report_fault
 from tests.integration.kafka_io import Record, committed, read_topic
 from tests.integration.test_stream import wait_committed
 from worker import keys
@@ -173,6 +174,7 @@ async def _three_workers(stack: Stack) -> None:
     )
 
 
+@pytest.mark.faults
 def test_sigkill_at_random_moments_loses_nothing_and_applies_nothing_twice(stack: Stack) -> None:
     run(stack, _sigkill(stack))
 
@@ -225,6 +227,9 @@ async def _sigkill(stack: Stack) -> None:
     assert not crashed, f"workers not killed by the test exited on their own: {crashed}"
 
     tally = await check_everything(stack, lines)
+    # check_everything passed: every game recorded once, nothing lost or applied twice.
+    offered = len(lines)
+    report_fault(FaultReport(f"{len(killed)} worker SIGKILLs", offered, offered, offered, tally.copies, 0, 0, recovery))
     print(
         f"\n{len(killed)} SIGKILLs: {len(lines)} games, {len(tally.events)} distinct events, "
         f"{tally.copies} duplicate copies; all committed {recovery:.1f} s after the load ended"
