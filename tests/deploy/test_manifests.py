@@ -24,8 +24,19 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S_VERSION = "1.30"
 INPUT_PARTITIONS = 12  # `rating-worker topics` default
 # Settings left unset on purpose in a Deployment: static membership needs stable pod names
-# (a StatefulSet), and the sentinel settings apply only behind Redis Sentinel.
-UNSET_BY_DESIGN = {"kafka_group_instance_id", "redis_sentinels", "redis_sentinel_service"}
+# (a StatefulSet), the sentinel settings apply only behind Redis Sentinel, and the TLS file
+# settings are paths of certificates mounted where a cluster uses TLS.
+UNSET_BY_DESIGN = {
+    "kafka_group_instance_id",
+    "redis_sentinels",
+    "redis_sentinel_service",
+    "kafka_ssl_cafile",
+    "kafka_ssl_certfile",
+    "kafka_ssl_keyfile",
+    "redis_ssl_ca_file",
+    "redis_ssl_certfile",
+    "redis_ssl_keyfile",
+}
 
 
 @pytest.fixture(scope="module", params=["base", "overlays/production"])
