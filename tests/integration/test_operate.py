@@ -87,7 +87,8 @@ async def _known_stream(stack: Stack) -> None:
     values += [b"\xff", b"{", b"{}", game(0, PLAYERS[0], PLAYERS[1], result="1-0")]  # 3 bad + 1 conflict
     port = free_port()
     stack.start_worker(metrics_port=port)
-    await stack.produce(values)
+    # Keyed by game id: the copies of a game stay in its partition, after their original.
+    await stack.produce(values, [_game_key(v) for v in values])
     end = await _end(stack, len(values))
     await wait_committed(stack, end)
     status, text = get(port, "/metrics")
@@ -115,6 +116,13 @@ async def _known_stream(stack: Stack) -> None:
     assert sample_value(text, "rating_last_commit_timestamp_seconds", partition="0") > time.time() - 60
     assert sample_value(text, "rating_redis_seconds_count", operation="apply") >= 1
     assert 'rating_build_info{python="' in text
+
+
+def _game_key(value: bytes) -> bytes:
+    try:
+        return str(json.loads(value)["game_id"]).encode()
+    except (ValueError, KeyError, TypeError):
+        return b"bad"
 
 
 async def _end(stack: Stack, total: int) -> dict[int, int]:
