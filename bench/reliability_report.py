@@ -119,9 +119,14 @@ def main() -> int:
 
     print(f"\nReliability report ({len(results)} tests, {time.monotonic() - started:.0f} s)\n")
     print(table(lines, results))
-    bad = [line["fault"] for line in lines if line["lost"] or line["double_applied"]]
+    by_test = {r.test: r.outcome for r in results}
+    bad = [
+        line["fault"] + (" (xfailed: a known bug)" if by_test.get(line.get("test", "")) == "xfailed" else "")
+        for line in lines
+        if line["lost"] or line["double_applied"]
+    ]
     if bad:
-        print(f"\nLOSS OR DOUBLE APPLICATION in: {', '.join(bad)}")
+        print(f"\nLOSS OR DOUBLE APPLICATION in: {'; '.join(bad)}")
     xfailed = [r.test for r in results if r.outcome == "xfailed"]
     if xfailed:
         print("\nexpected failures (known bugs, see their xfail reasons): " + ", ".join(xfailed))

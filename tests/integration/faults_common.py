@@ -278,6 +278,7 @@ async def account(
     first_progress: float | None = None,
     allow_stale_copies: bool = False,
     expect_no_dead_letters: bool = True,
+    lost_events_bug: str | None = None,
 ) -> Accounting:
     """The exact accounting of a run (see the module doc); writes the report line, then asserts."""
     records = await read_topic(stack.broker.bootstrap, stack.ratings_topic, 1, timeout=60)
@@ -331,12 +332,17 @@ async def account(
 
     assert not lost_games, f"{len(lost_games)} games have no idempotency record, e.g. {sorted(lost_games)[:10]}"
     assert not twice, f"{len(twice)} games applied twice (an event id with different bytes): {sorted(twice)[:10]}"
+    if missing_events and lost_events_bug:
+        # A known bug whose timing this test does not control: xfail with the evidence, not fail.
+        pytest.xfail(f"{lost_events_bug}: {missing_events} events lost\n{describe_gaps(records, stored, pending)}")
+    assert not missing_events, f"{missing_events} events missing from the topic:\n" + describe_gaps(
+        records, stored, pending
+    )
     try:
         tally = audit(kept)
     except AssertionError as e:
         e.add_note(seq_regressions(records))
         raise
-    assert not missing_events, f"{missing_events} events missing from the topic (seq gaps)"
     per_game = Counter(e.game_id for e in tally.events.values() if e.game_id is not None)
     assert set(per_game) <= game_ids, f"events of games never offered: {sorted(set(per_game) - game_ids)[:10]}"
     odd = {g: n for g, n in per_game.items() if n not in (1, 2)}
@@ -351,6 +357,31 @@ async def account(
     if expect_no_dead_letters:
         assert not letters, f"{len(letters)} valid games dead-lettered, e.g. {letters[:3]}"
     return Accounting(tally, records, stale, letters)
+
+
+def describe_gaps(records: list[Record], stored: dict[str, Any], pending: list[str], shown: int = 5) -> str:
+    """The first ratings whose seq has gaps in the topic: the seqs missing, the events around them,
+    and what Redis holds (its state's seq, whether an outbox still holds events)."""
+    history: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    for r in sorted(records, key=lambda r: (r.partition, r.offset)):
+        event = json.loads(r.value or b"{}")
+        history[(r.key or b"").decode()].append((r.offset, int(event["seq"]), str(event["event_id"])))
+    outboxes = {k.removeprefix(keys.outbox_key(PREFIX, "")) for k in pending}
+    lines = []
+    for key, events in sorted(history.items()):
+        published = {seq for _, seq, _ in events}
+        gaps = sorted(set(range(1, max(published) + 1)) - published)
+        if not gaps:
+            continue
+        near = [f"@{o} seq {q} {e}" for o, q, e in events if gaps[0] - 2 <= q <= gaps[-1] + 2]
+        state = stored.get(key)
+        lines.append(
+            f"{key}: seqs {gaps} never published; redis state seq {getattr(state, 'seq', None)}, outbox "
+            f"{'present' if key in outboxes else 'empty'}; around: {', '.join(near)}"
+        )
+        if len(lines) >= shown:
+            break
+    return "\n".join(lines)
 
 
 def copies_context(records: list[Record], shown: int = 3) -> str:
@@ -422,6 +453,69 @@ async def signal_when_publishing(stack: Stack, pid: int, sig: signal.Signals, le
     out, _ = await asyncio.wait_for(process.communicate(), timeout + 10)
     assert process.returncode == 0, f"no worker was publishing {least} outboxes within {timeout} s"
     return int(out)
+
+
+@dataclass
+class ReplyDropper:
+    """A TCP proxy in front of redis-server for one worker, to cut its replies off.
+
+    Once armed, the first request carrying `trigger` (and at least `min_request` bytes) starts
+    the cut: that request and every later one still reach Redis and run, but no reply comes
+    back, on any connection, until `heal()`. An asymmetric partition, or a reply lost to a
+    timeout: the client cannot know whether its command ran.
+    """
+
+    upstream_port: int
+    trigger: bytes
+    min_request: int = 0
+    armed: bool = False
+    dropping: bool = False
+    cut_at: float | None = None
+    server: asyncio.Server | None = None
+    pumps: set["asyncio.Task[None]"] = field(default_factory=set)
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"redis://127.0.0.1:{port}/0"
+
+    def heal(self) -> None:
+        self.dropping = False
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for pump in list(self.pumps):
+            pump.cancel()
+        await asyncio.gather(*self.pumps, return_exceptions=True)
+
+    async def _connection(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        try:
+            redis_r, redis_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        except OSError:
+            client_w.close()
+            return
+        pumps = [
+            asyncio.create_task(self._pump(client_r, redis_w, requests=True)),
+            asyncio.create_task(self._pump(redis_r, client_w, requests=False)),
+        ]
+        self.pumps.update(pumps)
+        try:
+            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pump in pumps:
+                pump.cancel()
+                self.pumps.discard(pump)
+            for writer in (client_w, redis_w):
+                writer.close()
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, requests: bool) -> None:
+        while data := await reader.read(65536):
+            if requests and self.armed and self.trigger in data and len(data) >= self.min_request:
+                self.dropping, self.armed, self.cut_at = True, False, time.monotonic()
+            if requests or not self.dropping:
+                writer.write(data)
+                await writer.drain()
 
 
 def live(stack: Stack) -> list[int]:

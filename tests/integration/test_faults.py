@@ -1,5 +1,5 @@
-"""Fault injection under a steady load: the broker frozen, Redis killed or frozen, every input
-delivered three times, a flood of malformed input, a rebalance storm.
+"""Fault injection under a steady load: the broker frozen, Redis killed or frozen, one replica's
+Redis replies lost, every input delivered three times, a flood of malformed input, a rebalance storm.
 
 Each test seeds an arena of 150 players, feeds its games in chunks every 0.5 s (keyed by game
 id, so a player's games are spread over the 6 partitions and 2 workers race for his ratings)
@@ -20,6 +20,7 @@ table of the per-fault lines they write to $RATING_FAULT_REPORT.
 """
 
 import asyncio
+import hashlib
 import json
 import random
 import re
@@ -39,6 +40,7 @@ from tests.integration.faults_common import (
     CommitTimeline,
     Feeder,
     Message,
+    ReplyDropper,
     Sent,
     account,
     assert_alive,
@@ -54,6 +56,7 @@ from tests.integration.faults_common import (
     thaw_process,
 )
 from tests.integration.test_replicas import seeded_simulation
+from worker.store import _ACK
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.slow]
 
@@ -213,6 +216,9 @@ async def _redis_killed(stack: Stack) -> None:
             messages=len(load.feeder.sent),
             recovery=recovery,
             first_progress=first,
+            # Killed right after an acknowledgement ran but before its reply, with the other worker
+            # appending to that outbox before the retry: the bug of the next test, which it reproduces.
+            lost_events_bug="BUG (see test_one_replica_loses_redis_replies_for_thirty_seconds)",
         )
         print(
             f"\nredis SIGKILL, down {fault_end - killed_at:.1f} s: {len(load.lines)} games, "
@@ -237,37 +243,25 @@ def retried_what(stack: Stack) -> dict[str, int]:
 REDIS_FREEZE = 30.0
 
 
-@pytest.mark.parametrize(
-    ("workers", "lease"),
-    [
-        pytest.param(WORKERS, 3.0, id="2-workers-lease-3s"),
-        pytest.param(WORKERS, 60.0, id="2-workers-lease-60s"),
-        pytest.param(1, 3.0, id="1-worker-lease-3s"),
-    ],
-)
-def test_redis_unreachable_for_thirty_seconds(stack: Stack, workers: int, lease: float) -> None:
-    """With the suite's 3 s publication lease the outage outlives every lease the publishing worker
-    holds; with the default 60 s lease it does not. With one worker, nobody else flushes the
-    stranded outboxes first: whatever its rounds left behind shows in the audit."""
-    run_fault(stack, _redis_frozen(stack, workers, lease), TEST_TIMEOUT)
+def test_redis_unreachable_for_thirty_seconds(stack: Stack) -> None:
+    """The outage outlives the publication lease (3 s here) of the outboxes the worker was publishing:
+    it must send them no further, and their next holder re-sends only their last event sent."""
+    run_fault(stack, _redis_frozen(stack), TEST_TIMEOUT)
 
 
-async def _redis_frozen(stack: Stack, workers: int, lease: float) -> None:
+async def _redis_frozen(stack: Stack) -> None:
     _, redis_server = require_local(stack)
     load = await start_load(stack, seed=303, games=14000)
     try:
         chunks = chunked(keyed_messages(load.lines), CHUNK)
-        delivery = min(30.0, lease - 1)  # the settings require the lease to outlive a delivery
-        await start_workers(
-            load, chunks[0], workers, publication_lease_seconds=lease, producer_delivery_timeout_seconds=delivery
-        )
+        await start_workers(load, chunks[0])
         assert redis_server.process is not None
         pid = redis_server.process.pid
         try:
             feeding = await burst_then_signal(load, chunks, pid, signal.SIGSTOP)
             frozen_until = time.monotonic() + REDIS_FREEZE
             while time.monotonic() < frozen_until:  # the workers keep running through the outage
-                assert_alive(stack, range(workers))
+                assert_alive(stack, range(WORKERS))
                 await asyncio.sleep(1.0)
         finally:
             thaw_process(pid)
@@ -276,20 +270,19 @@ async def _redis_frozen(stack: Stack, workers: int, lease: float) -> None:
         await asyncio.wait_for(feeding, 60)
         done = await drain(load)
         recovery, first = load.timeline.recovery(fault_end, load.feeder)
-        assert_alive(stack, range(workers))
+        assert_alive(stack, range(WORKERS))
         assert retried(stack, REDIS_RETRIES), "no worker noticed the Redis outage"
         result = await account(
             stack,
             load.lines,
-            fault=f"redis unreachable 30 s ({workers} workers, lease {lease:.0f} s)",
+            fault="redis unreachable 30 s",
             messages=len(load.feeder.sent),
             recovery=recovery,
             first_progress=first,
         )
         behind = sum(load.feeder.ends(sent_before=fault_end).values()) - sum(stuck.values())
         print(
-            f"\nredis frozen {REDIS_FREEZE:.0f} s, {workers} workers, lease {lease:.0f} s ({behind} records behind "
-            f"at SIGCONT): {len(load.lines)} games, "
+            f"\nredis frozen {REDIS_FREEZE:.0f} s ({behind} records behind at SIGCONT): {len(load.lines)} games, "
             f"{len(result.tally.events)} events, {result.tally.copies} copies; retried: {retried_what(stack)}; "
             f"recovery {describe(recovery)}, first commit progress {describe(first)}; "
             f"drained {done - fault_end:.1f} s after SIGCONT"
@@ -298,6 +291,82 @@ async def _redis_frozen(stack: Stack, workers: int, lease: float) -> None:
             print(copies_context(result.records))
     finally:
         await load.stop()
+
+
+# 3b. One replica cut off from Redis's replies for 30 s while it publishes (the lease outlives it).
+
+ACK_SHA = hashlib.sha1(_ACK.encode()).hexdigest().encode()  # what an acknowledgement request carries
+BIG_ACK = 3000  # bytes: an acknowledgement of ~100 outboxes, early in a batch's rounds
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason=(
+        "BUG: the outbox acknowledgement is not idempotent: store._ACK does LTRIM <n sent> -1, so when its reply "
+        "is lost after it ran (timeout, partition, Redis frozen or killed right after), retrying() runs it again "
+        "and trims one event more than was sent; the worker still sends its claimed events from memory, but its "
+        "later acknowledgements then trim events another worker appended to that outbox meanwhile (its claim "
+        "blocked by the lease), which are never published: seq gaps in the topic while Redis holds the state "
+        "('p00002/blitz: seqs [22] never published; redis state seq 90, outbox empty')"
+    ),
+)
+def test_one_replica_loses_redis_replies_for_thirty_seconds(stack: Stack) -> None:
+    run_fault(stack, _replies_lost(stack), TEST_TIMEOUT)
+
+
+async def _replies_lost(stack: Stack) -> None:
+    """Worker 0 talks to Redis through a proxy that, from its first large acknowledgement on, lets its
+    requests through but drops every reply for 30 s; worker 1 is unaffected. Default lease (60 s),
+    so worker 0 keeps its leases through the cut, and worker 1 appends to outboxes it holds."""
+    _, redis_server = require_local(stack)
+    proxy = ReplyDropper(redis_server.port, ACK_SHA, BIG_ACK)
+    load = await start_load(stack, seed=707, games=14000)
+    try:
+        url = await proxy.start()
+        default_lease = {"publication_lease_seconds": 60, "producer_delivery_timeout_seconds": 30}
+        chunks = chunked(keyed_messages(load.lines), CHUNK)
+        await load.feeder.send(chunks[0])
+        stack.start_worker(redis_url=url, **default_lease)
+        stack.start_worker(**default_lease)
+        await load.timeline.wait_some()
+        await load.feeder.feed(chunks[1:BURST_AT], PAUSE)
+        proxy.armed = True
+        await load.feeder.send([m for chunk in chunks[BURST_AT : BURST_AT + BURST // CHUNK] for m in chunk])
+        feeding = asyncio.create_task(load.feeder.feed(chunks[BURST_AT + BURST // CHUNK :], PAUSE))
+        deadline = time.monotonic() + 20
+        while proxy.cut_at is None:
+            assert time.monotonic() < deadline, "worker 0 sent no large acknowledgement within 20 s"
+            await asyncio.sleep(0.01)
+        try:
+            while time.monotonic() < proxy.cut_at + REDIS_FREEZE:
+                assert_alive(stack, range(WORKERS))
+                await asyncio.sleep(0.5)
+        finally:
+            proxy.heal()
+        fault_end = time.monotonic()
+        await asyncio.wait_for(feeding, 60)
+        done = await drain(load)
+        recovery, first = load.timeline.recovery(fault_end, load.feeder)
+        assert_alive(stack, range(WORKERS))
+        assert retried(stack, "acknowledging outboxes failed"), "worker 0 never retried an acknowledgement"
+        result = await account(
+            stack,
+            load.lines,
+            fault="one replica's redis replies lost 30 s",
+            messages=len(load.feeder.sent),
+            recovery=recovery,
+            first_progress=first,
+        )
+        print(
+            f"\nworker 0's redis replies lost {REDIS_FREEZE:.0f} s: {len(load.lines)} games, "
+            f"{len(result.tally.events)} events, {result.tally.copies} copies; retried: {retried_what(stack)}; "
+            f"recovery {describe(recovery)}, first commit progress {describe(first)}; "
+            f"drained {done - fault_end:.1f} s after the cut healed"
+        )
+    finally:
+        await load.stop()
+        await proxy.stop()
 
 
 # 4. Every input delivered three times, interleaved.
