@@ -43,7 +43,7 @@ async def measure(ratings: int, games: int) -> None:
                 assert update is not None
                 items.append(Write("", b"", ((row.key, 0),), ((row.key, encode_state(update.state), update.payload),)))
             _, claimed = await store.apply(items)
-            await store.ack({k: len(v) for k, v in claimed.outboxes.items()})
+            await store.ack({k: head for k, (head,) in claimed.outboxes.items()})
         after_ratings = await used(redis)
         for start in range(0, games, CHUNK):
             items = [Write(f"g{i:010d}", bytes(8), (), ()) for i in range(start, min(start + CHUNK, games))]

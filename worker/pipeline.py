@@ -95,11 +95,11 @@ class Pipeline:
         sent = 0
         r = 0
         while outboxes:
-            ratings = list(outboxes)
-            await self.publisher.send([(rating.encode(), outboxes[rating][r]) for rating in ratings])
-            sent += len(ratings)
-            more = {rating for rating in ratings if len(outboxes[rating]) > r + 1}
-            gone = set(await retrying("acknowledging outboxes", self.store.ack, dict.fromkeys(ratings, 1), more))
+            heads = {rating: events[r] for rating, events in outboxes.items()}
+            await self.publisher.send([(rating.encode(), payload) for rating, payload in heads.items()])
+            sent += len(heads)
+            more = {rating for rating in heads if len(outboxes[rating]) > r + 1}
+            gone = set(await retrying("acknowledging outboxes", self.store.ack, heads, more))
             lost |= gone
             outboxes = {rating: events for rating, events in outboxes.items() if rating in more and rating not in gone}
             r += 1

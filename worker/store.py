@@ -10,7 +10,9 @@ Three scripts, each one round trip for a whole batch:
   outbox it touched and returns their contents;
 - `ack`: removes acknowledged events from the outboxes whose lease is still ours, after each
   round of publication, so that a crash can only repeat the last event sent of a rating,
-  right after its original.
+  right after its original. It removes an outbox's head only if the head is the very event
+  that was sent (compare-and-pop), so an ack retried after a lost reply, or run after the
+  outbox moved on, never drops an event it did not send.
 
 The seq of a state is its version: every write increases it by one, so an unchanged seq is
 an unchanged state. Keys are built inside the scripts from the prefix, so the worker needs
@@ -116,7 +118,8 @@ local lost = {}
 for i = 4, #ARGV, 3 do
   local lease = p .. $LEASE .. ARGV[i]
   if redis.call('GET', lease) == token then
-    redis.call('LTRIM', p .. $OUTBOX .. ARGV[i], tonumber(ARGV[i + 1]), -1)
+    local outbox = p .. $OUTBOX .. ARGV[i]
+    if redis.call('LINDEX', outbox, 0) == ARGV[i + 1] then redis.call('LPOP', outbox) end
     if ARGV[i + 2] == '1' then
       redis.call('DEL', lease)
     else
@@ -224,18 +227,21 @@ class RedisStore:
     async def claim(self, ratings: Iterable[str]) -> Claimed:
         return (await self.apply((), ratings))[1]
 
-    async def ack(self, sent: dict[str, int], keep: Collection[str] = ()) -> list[str]:
-        """Drop the first `n` events of each outbox, if our lease on it still holds.
+    async def ack(self, sent: dict[str, bytes], keep: Collection[str] = ()) -> list[str]:
+        """Drop the event Kafka acknowledged from the head of each outbox, if our lease holds.
 
-        The lease is released, except for the ratings in `keep` (more of their events are
-        still to be sent), whose lease is renewed instead. Returns the ratings whose lease
+        Only an outbox whose head is still that event loses it: an ack that is retried
+        (its first reply lost) or that comes after the outbox changed hands drops nothing
+        else. Events carry their seq, so no two events of one outbox are equal. The lease
+        is released, except for the ratings in `keep` (more of their events are still to
+        be sent), whose lease is renewed instead. Returns the ratings whose lease
         was lost (it expired, during an outage): their events stay for the next holder.
         """
         if not sent:
             return []
         args: list[Any] = [self.prefix, self.token, self.lease_ms]
-        for rating, n in sent.items():
-            args += [rating, n, 0 if rating in keep else 1]
+        for rating, payload in sent.items():
+            args += [rating, payload, 0 if rating in keep else 1]
         with metrics.REDIS_SECONDS.labels("ack").time():
             lost = await self._ack(args=args)
         return [r.decode() for r in lost]

@@ -215,7 +215,7 @@ async def _qualifying_refused(stack: Stack) -> None:
         assert planned[0].write is not None
         applied, claimed = await store.apply([planned[0].write])
         assert applied == [True]
-        await store.ack({k: len(v) for k, v in claimed.outboxes.items()})
+        await store.ack({k: head for k, (head,) in claimed.outboxes.items()})
     finally:
         await client.aclose()
     qualifying = state(r, "u/blitz")

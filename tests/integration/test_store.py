@@ -93,7 +93,7 @@ async def seed_all(store: RedisStore, players: Mapping[str, int]) -> dict[str, R
     made = [seed_write(p, h) for p, h in players.items()]
     applied, claimed = await store.apply([w for w, _ in made])
     assert all(applied)
-    await store.ack({k: len(v) for k, v in claimed.outboxes.items()})
+    await store.ack({k: head for k, (head,) in claimed.outboxes.items()})
     return {u.key: u.state for _, u in made}
 
 
@@ -241,7 +241,7 @@ async def _planned_batch(r: Redis) -> None:
     other, _ = game_write(make_game("gB", "b", "c", "0-1"), snapshot.states)
     applied, by_b = await b_store.apply([other])
     assert applied == [True]
-    await b_store.ack({k: len(v) for k, v in by_b.outboxes.items()})  # B published them
+    await b_store.ack({k: head for k, (head,) in by_b.outboxes.items()})  # B published them
     planned = plan(ENGINE, games, snapshot)
     writes = [p.write for p in planned if p.write is not None]
     applied, _ = await a_store.apply(writes)
@@ -268,7 +268,7 @@ async def _recorded(r: Redis) -> None:
     game = make_game("g1", "a", "b")
     g1, updates = game_write(game, states)
     assert (await store.apply([g1]))[0] == [True]
-    await store.ack({u.key: 1 for u in updates})
+    await store.ack({u.key: u.payload for u in updates})
     # The same game again, computed on the current states (so the seqs check out): refused.
     now = {u.key: u.state for u in updates}
     again, _ = game_write(game, now)
@@ -311,18 +311,18 @@ async def _lease(r: Redis) -> None:
     assert claimed_b.outboxes == {} and claimed_b.blocked == [key]
     assert await outbox(r, key) == [ua.payload, ub.payload]
     # A acknowledges what it claimed (1 event): that one is removed, and the lease released.
-    await a_store.ack({key: 1})
+    await a_store.ack({key: ua.payload})
     assert await outbox(r, key) == [ub.payload]
     assert await lease_holder(r, key) is None
     # Now B claims what is left.
     claimed_b = await b_store.claim([key])
     assert claimed_b.outboxes == {key: [ub.payload]} and claimed_b.blocked == []
     assert await lease_holder(r, key) == b"B"
-    # A's ack for a lease it no longer holds removes nothing (and leaves B's lease).
-    await a_store.ack({key: 1})
+    # A's ack for a lease it no longer holds removes nothing, even the head (and leaves B's lease).
+    await a_store.ack({key: ub.payload})
     assert await outbox(r, key) == [ub.payload]
     assert await lease_holder(r, key) == b"B"
-    await b_store.ack({key: 1})
+    await b_store.ack({key: ub.payload})
     assert await outbox(r, key) == []
     assert await lease_holder(r, key) is None
     # An empty outbox is neither claimed nor blocked, and takes no lease.
@@ -360,11 +360,15 @@ async def _ack_between_rounds(r: Redis) -> None:
     assert claimed.outboxes == {key: [u1.payload, u2.payload]}
     await r.pexpire(keys.lease_key(PREFIX, key), 100)
     # Round 1 acknowledged: its event is dropped at once, the lease kept (and renewed) for round 2.
-    await store.ack({key: 1}, keep={key})
+    await store.ack({key: u1.payload}, keep={key})
     assert await outbox(r, key) == [u2.payload]
     assert await lease_holder(r, key) == b"A"
     assert 1000 < await r.pttl(keys.lease_key(PREFIX, key)) <= 2000
-    await store.ack({key: 1})
+    # The same ack again (its first reply was lost, so the pipeline retries it) drops nothing:
+    # the head is now round 2's event, which was not sent yet.
+    await store.ack({key: u1.payload}, keep={key})
+    assert await outbox(r, key) == [u2.payload]
+    await store.ack({key: u2.payload})
     assert await outbox(r, key) == []
     assert await lease_holder(r, key) is None
 
@@ -386,7 +390,7 @@ async def _lease_expiry(r: Redis) -> None:
     claimed = await b_store.claim([key])
     assert claimed.outboxes == {key: [ua.payload]} and claimed.blocked == []
     # A wakes up and acknowledges: B's lease stands, nothing is removed.
-    await a_store.ack({key: 1})
+    await a_store.ack({key: ua.payload})
     assert await outbox(r, key) == [ua.payload]
     assert await lease_holder(r, key) == b"B"
 
