@@ -13,6 +13,7 @@ from redis.asyncio.sentinel import Sentinel
 
 from worker.settings import WorkerSettings
 
+KAFKA_CLIENT_ID = "rating-worker"  # how brokers name this service in their logs, metrics and quotas
 REDIS_SOCKET_TIMEOUT = 5.0  # a Redis call slower than this is treated as an outage and retried
 
 
@@ -21,6 +22,7 @@ def kafka_options(settings: WorkerSettings) -> dict[str, Any]:
     options: dict[str, Any] = {
         "bootstrap_servers": settings.kafka_bootstrap_servers,
         "security_protocol": settings.kafka_security_protocol,
+        "client_id": KAFKA_CLIENT_ID,
     }
     if settings.kafka_security_protocol in ("SSL", "SASL_SSL"):
         context = create_ssl_context(

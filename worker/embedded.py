@@ -63,16 +63,20 @@ class Broker:
     """A tansu broker on 127.0.0.1:port (memory storage). Topics must be created before use."""
 
     port: int = field(default_factory=free_port)
+    # The address the broker gives its clients in its metadata, if not its own: a proxy in
+    # front of it, which every client then goes through after its first metadata call.
+    advertised_port: int | None = None
     process: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"127.0.0.1:{self.advertised_port or self.port}"
 
     def start(self) -> "Broker":
         url = f"tcp://127.0.0.1:{self.port}"
+        advertised = f"tcp://127.0.0.1:{self.advertised_port or self.port}"
         self.process = subprocess.Popen(
-            [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", advertised],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env={**os.environ, "RUST_LOG": "error"},

@@ -22,9 +22,10 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -451,9 +452,143 @@ async def signal_when_publishing(stack: Stack, pid: int, sig: signal.Signals, le
     return int(out)
 
 
+def kafka_client_id(first: bytes) -> str:
+    """The client id in the header of a Kafka request (size, api key, version, correlation id, id)."""
+    if len(first) < 14:
+        return ""
+    size = int.from_bytes(first[12:14], "big", signed=True)
+    return first[14 : 14 + max(size, 0)].decode(errors="replace")
+
+
 @dataclass
-class ReplyDropper:
-    """A TCP proxy in front of redis-server for one worker, to cut its replies off.
+class Proxy:
+    """A TCP proxy on 127.0.0.1 in front of `upstream_port`, to cut and slow a worker's connections.
+
+    A connection is *targeted* when `target` accepts the first bytes its client sent (all are, by
+    default; for the broker, those of the worker's Kafka client id). Only targeted connections
+    feel the faults and are counted:
+    - `delay`: each chunk waits that long before it is forwarded, both ways (added latency,
+      and a bandwidth cap);
+    - `cut()`: every targeted connection is reset, and new ones are reset as they open, until
+      `heal()`.
+    """
+
+    upstream_port: int = 0
+    target: Callable[[bytes], bool] = lambda first: True
+    port: int = 0
+    delay: float = 0.0
+    cutting: bool = False
+    connections: int = 0  # targeted connections opened
+    bytes_up: int = 0  # targeted bytes, client -> server
+    bytes_down: int = 0  # targeted bytes, server -> client
+    open: set[asyncio.StreamWriter] = field(default_factory=set)  # both ends of every connection
+    targeted: set[asyncio.StreamWriter] = field(default_factory=set)  # both ends of targeted ones
+    loop: asyncio.AbstractEventLoop | None = None
+    thread: threading.Thread | None = None
+
+    def start(self) -> int:
+        """Listen (on `port`, or a free one) in a thread of its own, so that a test blocked in a
+        subprocess call cannot stall the traffic; returns the port."""
+        ready = threading.Event()
+
+        def serve() -> None:
+            self.loop = asyncio.new_event_loop()
+            server = self.loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", self.port))
+            self.port = server.sockets[0].getsockname()[1]
+            ready.set()
+            self.loop.run_forever()
+            server.close()
+            pending = asyncio.all_tasks(self.loop)
+            for task in pending:
+                task.cancel()
+            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.close()
+
+        self.thread = threading.Thread(target=serve, name="fault-proxy", daemon=True)
+        self.thread.start()
+        assert ready.wait(5), "the proxy did not start"
+        return self.port
+
+    @property
+    def redis_url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def cut(self) -> None:
+        self.cutting = True
+        assert self.loop is not None
+        self.loop.call_soon_threadsafe(self._reset_all, True)
+
+    def heal(self) -> None:
+        self.cutting = False
+
+    def stop(self) -> None:
+        if self.loop is not None and self.thread is not None:
+            self.loop.call_soon_threadsafe(self._reset_all, False)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(5)
+
+    def _reset_all(self, targeted_only: bool) -> None:
+        for writer in list(self.open):
+            if not targeted_only or writer in self.targeted:
+                writer.transport.abort()
+
+    def forward(self, data: bytes, up: bool) -> bool:
+        """Whether to pass on this chunk of a targeted connection (all, here)."""
+        return True
+
+    async def _connection(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        first = await client_r.read(65536)
+        targeted = bool(first) and self.target(first)
+        if not first or (targeted and self.cutting):
+            client_w.transport.abort()
+            return
+        try:
+            server_r, server_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        except OSError:
+            client_w.transport.abort()
+            return
+        ends = (client_w, server_w)
+        self.open.update(ends)
+        if targeted:
+            self.connections += 1
+            self.targeted.update(ends)
+        pumps = [
+            asyncio.create_task(self._pump(client_r, server_w, up=True, targeted=targeted, first=first)),
+            asyncio.create_task(self._pump(server_r, client_w, up=False, targeted=targeted)),
+        ]
+        try:
+            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pump in pumps:
+                pump.cancel()
+            for writer in ends:
+                self.open.discard(writer)
+                self.targeted.discard(writer)
+                writer.transport.abort()
+
+    async def _pump(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up: bool, targeted: bool, first: bytes = b""
+    ) -> None:
+        data = first or await reader.read(65536)
+        while data:
+            if targeted:
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+                if self.cutting:
+                    return
+                if up:
+                    self.bytes_up += len(data)
+                else:
+                    self.bytes_down += len(data)
+            if not targeted or self.forward(data, up):
+                writer.write(data)
+                await writer.drain()
+            data = await reader.read(65536)
+
+
+@dataclass
+class ReplyDropper(Proxy):
+    """A proxy in front of redis-server for one worker, to cut its replies off.
 
     Once armed, the first request carrying `trigger` (and at least `min_request` bytes) starts
     the cut: that request and every later one still reach Redis and run, but no reply comes
@@ -461,57 +596,19 @@ class ReplyDropper:
     timeout: the client cannot know whether its command ran.
     """
 
-    upstream_port: int
-    trigger: bytes
+    trigger: bytes = b""
     min_request: int = 0
     armed: bool = False
     dropping: bool = False
     cut_at: float | None = None
-    server: asyncio.Server | None = None
-    pumps: set["asyncio.Task[None]"] = field(default_factory=set)
-
-    async def start(self) -> str:
-        self.server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
-        port = self.server.sockets[0].getsockname()[1]
-        return f"redis://127.0.0.1:{port}/0"
 
     def heal(self) -> None:
         self.dropping = False
 
-    async def stop(self) -> None:
-        if self.server is not None:
-            self.server.close()
-        for pump in list(self.pumps):
-            pump.cancel()
-        await asyncio.gather(*self.pumps, return_exceptions=True)
-
-    async def _connection(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        try:
-            redis_r, redis_w = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        except OSError:
-            client_w.close()
-            return
-        pumps = [
-            asyncio.create_task(self._pump(client_r, redis_w, requests=True)),
-            asyncio.create_task(self._pump(redis_r, client_w, requests=False)),
-        ]
-        self.pumps.update(pumps)
-        try:
-            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for pump in pumps:
-                pump.cancel()
-                self.pumps.discard(pump)
-            for writer in (client_w, redis_w):
-                writer.close()
-
-    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, requests: bool) -> None:
-        while data := await reader.read(65536):
-            if requests and self.armed and self.trigger in data and len(data) >= self.min_request:
-                self.dropping, self.armed, self.cut_at = True, False, time.monotonic()
-            if requests or not self.dropping:
-                writer.write(data)
-                await writer.drain()
+    def forward(self, data: bytes, up: bool) -> bool:
+        if up and self.armed and self.trigger in data and len(data) >= self.min_request:
+            self.dropping, self.armed, self.cut_at = True, False, time.monotonic()
+        return up or not self.dropping
 
 
 def live(stack: Stack) -> list[int]:

@@ -1,5 +1,6 @@
 """Fault injection under a steady load: the broker frozen, Redis killed or frozen, one replica's
-Redis replies lost, every input delivered three times, a flood of malformed input, a rebalance storm.
+Redis replies lost, every input delivered three times, a flood of malformed input, a rebalance storm,
+the connections to Redis or the broker slowed and cut by a TCP proxy.
 
 Each test seeds an arena of 150 players, feeds its games in chunks every 0.5 s (keyed by game
 id, so a player's games are spread over the 6 partitions and 2 workers race for his ratings)
@@ -20,6 +21,7 @@ table of the per-fault lines they write to $RATING_FAULT_REPORT.
 """
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import random
@@ -40,6 +42,7 @@ from tests.integration.faults_common import (
     CommitTimeline,
     Feeder,
     Message,
+    Proxy,
     ReplyDropper,
     Sent,
     account,
@@ -48,6 +51,7 @@ from tests.integration.faults_common import (
     copies_context,
     describe,
     end_offsets,
+    kafka_client_id,
     keyed_messages,
     live,
     require_local,
@@ -56,6 +60,8 @@ from tests.integration.faults_common import (
     thaw_process,
 )
 from tests.integration.test_replicas import seeded_simulation
+from worker.connections import KAFKA_CLIENT_ID
+from worker.embedded import Broker
 from worker.store import _ACK
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.slow]
@@ -94,7 +100,7 @@ async def start_load(stack: Stack, seed: int, games: int, partitions: int = PART
     return Load(stack, lines, feeder, timeline)
 
 
-async def start_workers(load: Load, first: list[Message], workers: int = WORKERS, **settings: object) -> None:
+async def start_workers(load: Load, first: list[Message], *, workers: int = WORKERS, **settings: object) -> None:
     """The first chunk, then the workers; returns once they joined and committed something."""
     await load.feeder.send(first)
     for _ in range(workers):
@@ -312,14 +318,14 @@ async def _replies_lost(stack: Stack) -> None:
     requests through but drops every reply for 30 s; worker 1 is unaffected. Default lease (60 s),
     so worker 0 keeps its leases through the cut, and worker 1 appends to outboxes it holds."""
     _, redis_server = require_local(stack)
-    proxy = ReplyDropper(redis_server.port, ACK_SHA, BIG_ACK)
+    proxy = ReplyDropper(redis_server.port, trigger=ACK_SHA, min_request=BIG_ACK)
     load = await start_load(stack, seed=707, games=14000)
     try:
-        url = await proxy.start()
+        proxy.start()
         default_lease = {"publication_lease_seconds": 60, "producer_delivery_timeout_seconds": 30}
         chunks = chunked(keyed_messages(load.lines), CHUNK)
         await load.feeder.send(chunks[0])
-        stack.start_worker(redis_url=url, **default_lease)
+        stack.start_worker(redis_url=proxy.redis_url, **default_lease)
         stack.start_worker(**default_lease)
         await load.timeline.wait_some()
         await load.feeder.feed(chunks[1:BURST_AT], PAUSE)
@@ -358,7 +364,7 @@ async def _replies_lost(stack: Stack) -> None:
         )
     finally:
         await load.stop()
-        await proxy.stop()
+        proxy.stop()
 
 
 # 4. Every input delivered three times, interleaved.
@@ -799,3 +805,93 @@ def _exit_status(worker: subprocess.Popen[bytes], timeout: float = 30.0) -> int 
         return worker.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
+
+
+# 7. The workers' connections to Redis or to the broker slowed, then cut, by a TCP proxy.
+
+SLOW_DELAY = 0.05  # seconds added to every chunk of data, each way, while slowed
+SLOW_CHUNKS = 16  # chunks of steady load fed while slowed (~8 s)
+CUT_SECONDS = 10.0  # longer than the group's session timeout (3 s here)
+
+
+@pytest.mark.parametrize("target", ["redis", "broker"])
+def test_connections_slowed_then_cut_by_a_proxy(stack: Stack, target: str) -> None:
+    run_fault(stack, _proxied(stack, target), TEST_TIMEOUT)
+
+
+async def _proxied(stack: Stack, target: str) -> None:
+    """Every connection of the workers to `target` goes through a proxy: slowed for ~8 s, then, right
+    after a burst, reset and refused for 10 s. For the broker, a broker of this test advertises the
+    proxy's address, so the clients' connections after their first metadata call go through it too;
+    only those of the workers (their Kafka client id) are slowed and cut, not the test's own."""
+    _, redis_server = require_local(stack)
+    proxy = Proxy()
+    port = proxy.start()
+    proxied: Broker | None = None
+    redis_url = redis_server.url
+    if target == "redis":
+        proxy.upstream_port = redis_server.port
+        redis_url = proxy.redis_url
+    else:
+        proxied = Broker(advertised_port=port)
+        proxy.upstream_port = proxied.port
+        proxy.target = lambda first: kafka_client_id(first) == KAFKA_CLIENT_ID
+        await asyncio.to_thread(proxied.start)
+        stack = dataclasses.replace(stack, broker=proxied)  # same workers list: the fixture kills them
+    load = await start_load(stack, seed=808, games=12000)
+    try:
+        chunks = chunked(keyed_messages(load.lines), CHUNK)
+        await start_workers(load, chunks[0], redis_url=redis_url)
+        await load.feeder.feed(chunks[1:BURST_AT], PAUSE)
+        proxy.delay = SLOW_DELAY
+        slowed_at = time.monotonic()
+        await load.feeder.feed(chunks[BURST_AT : BURST_AT + SLOW_CHUNKS], PAUSE)
+        progress_at = load.timeline.first_progress(slowed_at)
+        slow_progress = None if progress_at is None else progress_at - slowed_at
+        proxy.delay = 0.0
+        burst_from = BURST_AT + SLOW_CHUNKS
+        await load.feeder.send([m for chunk in chunks[burst_from : burst_from + BURST // CHUNK] for m in chunk])
+        opened = proxy.connections
+        proxy.cut()
+        feeding = asyncio.create_task(load.feeder.feed(chunks[burst_from + BURST // CHUNK :], PAUSE))
+        cut_until = time.monotonic() + CUT_SECONDS
+        while time.monotonic() < cut_until:
+            assert_alive(stack, range(WORKERS))
+            await asyncio.sleep(0.5)
+        proxy.heal()
+        fault_end = time.monotonic()
+        await asyncio.wait_for(feeding, 60)
+        done = await drain(load)
+        recovery, first = load.timeline.recovery(fault_end, load.feeder)
+        assert_alive(stack, range(WORKERS))
+        result = await account(
+            stack,
+            load.lines,
+            fault=f"{target} connections slowed {SLOW_DELAY * 1000:.0f} ms, then cut {CUT_SECONDS:.0f} s",
+            messages=len(load.feeder.sent),
+            recovery=recovery,
+            first_progress=first,
+        )
+        # The traffic really crossed the proxy, and the workers reconnected through it after the cut.
+        assert slow_progress is not None, "nothing was committed while the connections were slowed"
+        assert proxy.connections > opened, "no worker reconnected through the proxy after the cut"
+        events = sum(len(e.model_dump_json()) for e in result.tally.events.values())
+        if target == "redis":
+            # Each event was written to Redis (state and outbox) in a request of the workers.
+            assert proxy.bytes_up > events, (proxy.bytes_up, events)
+        else:
+            # The workers fetched every game and produced every event through the proxy.
+            assert proxy.bytes_down > sum(map(len, load.lines)), (proxy.bytes_down, sum(map(len, load.lines)))
+            assert proxy.bytes_up > events, (proxy.bytes_up, events)
+        print(
+            f"\n{target} connections through the proxy ({proxy.connections} opened, {proxy.bytes_up} B up, "
+            f"{proxy.bytes_down} B down): {len(load.lines)} games, {len(result.tally.events)} events, "
+            f"{result.tally.copies} copies; retried: {retried_what(stack)}; first commit {describe(slow_progress)} "
+            f"after the slowing; recovery {describe(recovery)}, first commit progress {describe(first)} after the "
+            f"cut healed; drained {done - fault_end:.1f} s after"
+        )
+    finally:
+        await load.stop()
+        proxy.stop()
+        if proxied is not None:
+            proxied.kill()

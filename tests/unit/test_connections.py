@@ -19,7 +19,7 @@ from worker.settings import WorkerSettings
 
 def test_plaintext_kafka_gets_no_credentials() -> None:
     options = kafka_options(WorkerSettings(kafka_bootstrap_servers="k:9092"))
-    assert options == {"bootstrap_servers": "k:9092", "security_protocol": "PLAINTEXT"}
+    assert options == {"bootstrap_servers": "k:9092", "security_protocol": "PLAINTEXT", "client_id": "rating-worker"}
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
