@@ -19,7 +19,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from worker.embedded import Broker, RedisServer, create_topics, start_worker, worker_env
+from worker.embedded import TANSU_FETCH_WAIT_MS, Broker, RedisServer, create_topics, start_worker, worker_env
 from worker.importer import import_ratings
 from worker.seeding import read_seed_file
 from worker.settings import WorkerSettings
@@ -143,7 +143,8 @@ async def demo(players: int, rate: float, workers: int, duration: float | None) 
     processes: list[subprocess.Popen[bytes]] = []
     tmp = Path(tempfile.mkdtemp(prefix="rating-demo-"))
     try:
-        env = worker_env(broker, redis, log_level="warning")
+        # tansu holds a fetch to the end of its wait (see the setting): keep games moving.
+        env = worker_env(broker, redis, log_level="warning", kafka_fetch_max_wait_ms=TANSU_FETCH_WAIT_MS)
         settings = WorkerSettings(kafka_bootstrap_servers=broker.bootstrap, redis_url=redis.url, metrics_port=0)
         await create_topics(
             broker.bootstrap,

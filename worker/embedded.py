@@ -130,6 +130,11 @@ class RedisServer:
         _kill(self.process)
 
 
+# tansu answers a fetch only when its wait runs out, not when records arrive: a worker on
+# the embedded broker should wait little (RATING_KAFKA_FETCH_MAX_WAIT_MS), or each game waits.
+TANSU_FETCH_WAIT_MS = 10
+
+
 def worker_env(broker: Broker, redis: RedisServer, **settings: object) -> dict[str, str]:
     """The environment of a worker process talking to this stack (settings as RATING_* variables)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")}

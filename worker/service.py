@@ -101,6 +101,7 @@ async def serve(settings: WorkerSettings) -> int:
             session_timeout_ms=settings.kafka_session_timeout_ms,
             heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
             max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
+            fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
         )
         dead_letters = DeadLetters(
             producer, settings.topic_dead_letters, settings.max_message_bytes, settings.dead_letter_alarm_per_minute

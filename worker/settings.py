@@ -70,6 +70,11 @@ class WorkerSettings(RulesSettings):
     batch_size: Annotated[int, Field(ge=1, le=20000)] = 1000
     # Keep this many fetched records waiting at most (aiokafka's prefetch bounds memory).
     max_partition_fetch_bytes: Annotated[int, Field(ge=1024)] = 1048576
+    # How long the broker may hold a fetch while it has no new record (Kafka's fetch.max.wait.ms).
+    # Apache Kafka answers as soon as records arrive, so this only paces an idle consumer; a
+    # broker that holds every fetch to the end of the wait (tansu, the embedded broker) adds up
+    # to this much latency to each game: the demo and the benchmark set 10 there.
+    kafka_fetch_max_wait_ms: Annotated[int, Field(ge=0)] = 500
 
     idempotency_retention_seconds: Annotated[int, Field(ge=60)] = 30 * 24 * 3600
     # A publication lease must outlive one delivery attempt, or two holders could interleave.

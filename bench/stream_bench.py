@@ -1,0 +1,669 @@
+"""Streaming benchmark: the worker against the stack's own ceiling and a naive loop.
+
+    .venv/bin/python bench/stream_bench.py [--games 200000] [--naive-games 20000] [--rate 1000]
+                                            [--latency-seconds 30] [--soak-seconds 600]
+
+Starts the embedded stack (a tansu broker and a redis-server, like the tests; a fresh pair for
+each measurement, so none inherits another's data) and runs three consumers of the same
+generated workload (`ArenaSimulation`: seeded established players, a mix of categories, new
+players qualifying, rematches):
+
+- ceiling: a pass-through consumer (child process) that parses each game and publishes two
+  small events per game with `create_batch`/`send_batch`, then commits; no Redis, no rules;
+- naive:   one game at a time (child process): read both states and the game's record (one
+  MGET), run the engine, write states and record (one MULTI/EXEC), publish each event and
+  await it, commit;
+- worker:  `rating-worker run` as shipped (default settings), 1 and 2 processes.
+
+For each it prints: games/s draining a backlog (from the group's first commit to its last,
+read from the committed offsets every 50 ms), end-to-end latency p50/p99/p99.9 at a steady
+offered load (the input record's timestamp -> the first of the game's output records seen
+by a probe consumer, an upper bound of "acknowledged" by one fetch), CPU seconds per 1,000
+games (the consumer processes; broker and Redis separately), Redis round trips per game
+(client side: the worker's `rating_redis_seconds_count`, the naive loop's own count), and
+peak RSS (VmHWM); then the ratios, and a soak of one worker at the steady rate with its RSS
+after warm-up and at the end. Numbers are printed, not asserted: the targets are in the README.
+
+`--child ceiling|naive` is internal: the parent starts the two comparison consumers so.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.partitioner import DefaultPartitioner
+from redis.asyncio import Redis
+
+from worker import keys
+from worker.decode import decode_game
+from worker.embedded import (
+    TANSU_FETCH_WAIT_MS,
+    Broker,
+    RedisServer,
+    create_topics,
+    free_port,
+    start_worker,
+    worker_env,
+)
+from worker.engine import Engine, Verdict
+from worker.rules.arena import ArenaRules
+from worker.rules.state import UNSEEN
+from worker.settings import WorkerSettings
+from worker.simulation import ArenaSimulation
+from worker.state_codec import decode_state, encode_state
+
+PARTITIONS = 6  # input partitions: room for 2 workers (and more) to share the load
+OUT_PARTITIONS = 6
+PLAYERS = 10000
+GAMES_TOPIC, RATINGS_TOPIC, DLQ_TOPIC = "bench.games", "bench.ratings", "bench.dlq"
+GROUP = "bench"
+PREFIX = "rating:"
+POLL = 0.05  # seconds between two reads of the committed offsets
+TICK = 0.01  # seconds between two sends of the steady load
+DEFAULTS = WorkerSettings()
+# On tansu, a fetch is answered only when its wait runs out (worker.embedded): every consumer of
+# the benchmark waits 10 ms, the worker too in the runs marked so (and the soak).
+TANSU_SETTINGS: dict[str, object] = {"kafka_fetch_max_wait_ms": TANSU_FETCH_WAIT_MS}
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# --- processes: CPU and memory from /proc --------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+
+
+def memory_kib(pid: int, field_name: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field_name + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+# --- the stack ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stack:
+    """A fresh broker and Redis with the bench's topics, and the arena's seed imported."""
+
+    workdir: Path
+    broker: Broker = field(default_factory=Broker)
+    redis: RedisServer = field(init=False)
+    consumers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.redis = RedisServer(directory=Path(tempfile.mkdtemp(dir=self.workdir)))
+
+    @property
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap
+
+    async def start(self, seed_csv: Path | None) -> None:
+        self.broker.start()
+        self.redis.start()
+        await create_topics(self.bootstrap, {GAMES_TOPIC: PARTITIONS, RATINGS_TOPIC: OUT_PARTITIONS, DLQ_TOPIC: 1})
+        if seed_csv is not None:
+            command = [sys.executable, "-m", "worker", "import", str(seed_csv)]
+            subprocess.run(command, env=self.env(), check=True, capture_output=True, timeout=600)
+
+    def env(self, **settings: object) -> dict[str, str]:
+        names = {"topic_games": GAMES_TOPIC, "topic_ratings": RATINGS_TOPIC, "topic_dead_letters": DLQ_TOPIC}
+        return worker_env(self.broker, self.redis, kafka_group_id=GROUP, log_level="warning", **names, **settings)
+
+    def start_workers(self, n: int, **settings: object) -> list[int]:
+        """`rating-worker run` n times; returns their metrics ports."""
+        ports = []
+        for i in range(n):
+            port = free_port()
+            log = self.workdir / f"worker-{time.monotonic_ns()}-{i}.log"
+            self.consumers.append(start_worker(self.env(metrics_port=port, **settings), log))
+            ports.append(port)
+        return ports
+
+    def start_child(self, kind: str, expect: int) -> None:
+        command = [sys.executable, __file__, "--child", kind, "--bootstrap", self.bootstrap]
+        command += ["--redis-url", self.redis.url, "--expect", str(expect)]
+        self.consumers.append(subprocess.Popen(command, stdout=subprocess.PIPE, start_new_session=True))
+
+    def child_report(self) -> dict[str, float]:
+        """What the (single) child consumer printed when it had consumed what it expected."""
+        out = self.consumers[0].stdout
+        assert out is not None
+        report: dict[str, float] = json.loads(out.readline())
+        return report
+
+    def kill(self) -> None:
+        for p in self.consumers:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.broker.kill()
+        self.redis.kill()
+
+
+@contextmanager
+def stack_in(workdir: Path) -> Iterator[Stack]:
+    stack = Stack(workdir)
+    try:
+        yield stack
+    finally:
+        stack.kill()
+
+
+# --- input -----------------------------------------------------------------------------------------
+
+
+async def produce_backlog(bootstrap: str, lines: Sequence[bytes]) -> None:
+    """All of `lines` into the games topic, keyed by game id as the contract says, in batches."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_batch_size=1 << 20)
+    await producer.start()
+    try:
+        partitioner = DefaultPartitioner()
+        all_partitions = list(range(PARTITIONS))
+        by_partition: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
+        for line in lines:
+            key = json.loads(line)["game_id"].encode()
+            by_partition[partitioner(key, all_partitions, all_partitions)].append((key, line))
+        futures = []
+        for partition, records in by_partition.items():
+            batch = producer.create_batch()
+            for key, value in records:
+                if batch.append(key=key, value=value, timestamp=None) is None:
+                    futures.append(await producer.send_batch(batch, GAMES_TOPIC, partition=partition))
+                    batch = producer.create_batch()
+                    batch.append(key=key, value=value, timestamp=None)
+            futures.append(await producer.send_batch(batch, GAMES_TOPIC, partition=partition))
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+
+
+class Committed:
+    """The group's committed offsets, summed over the input partitions."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP, enable_auto_commit=False)
+        self.partitions = [TopicPartition(GAMES_TOPIC, p) for p in range(PARTITIONS)]
+
+    async def __aenter__(self) -> "Committed":
+        await self.consumer.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.consumer.stop()
+
+    async def total(self) -> int:
+        offsets = await asyncio.gather(*(self.consumer.committed(tp) for tp in self.partitions))
+        return sum(o or 0 for o in offsets)
+
+    async def wait_for(self, total: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while await self.total() < total:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the group did not commit {total} records within {timeout:.0f} s")
+            await asyncio.sleep(POLL)
+
+
+# --- measurements ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Drain:
+    games_per_s: float
+    cpu_per_1000: float  # the consumer processes
+    infra_cpu_per_1000: float  # broker + Redis
+    peak_rss_mib: float  # the largest consumer process
+    redis_trips_per_game: float | None = None
+
+
+async def measure_drain(stack: Stack, total: int, timeout: float) -> tuple[float, int, dict[int, float]]:
+    """From the group's first commit to its commit of `total` records: (seconds, records, CPU
+    seconds per process over that window), the processes being the consumers, broker, Redis."""
+    pids = [p.pid for p in stack.consumers]
+    infra = [pid for pid in (stack.broker.process, stack.redis.process) if pid is not None]
+    watched = pids + [p.pid for p in infra]
+    async with Committed(stack.bootstrap) as committed:
+        deadline = time.monotonic() + timeout
+        first: tuple[float, int, dict[int, float]] | None = None
+        while True:
+            done = await committed.total()
+            now = time.perf_counter()
+            if first is None and done > 0:
+                first = (now, done, {pid: cpu_seconds(pid) for pid in watched})
+            if done >= total:
+                assert first is not None
+                cpu = {pid: cpu_seconds(pid) - first[2][pid] for pid in watched}
+                return now - first[0], total - first[1], cpu
+            for p in stack.consumers:
+                if p.poll() is not None:
+                    raise RuntimeError(f"consumer {p.args!r} exited with {p.returncode}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{done} of {total} records committed after {timeout:.0f} s")
+            await asyncio.sleep(POLL)
+
+
+def drain_result(stack: Stack, seconds: float, records: int, cpu: dict[int, float]) -> Drain:
+    consumers = {p.pid for p in stack.consumers}
+    mine = sum(c for pid, c in cpu.items() if pid in consumers)
+    infra = sum(c for pid, c in cpu.items() if pid not in consumers)
+    peak = max(memory_kib(pid, "VmHWM") for pid in consumers) / 1024
+    return Drain(records / seconds, mine / records * 1000, infra / records * 1000, peak)
+
+
+def redis_round_trips(ports: Sequence[int]) -> int:
+    """Script calls the workers made (each one round trip), from their /metrics."""
+    total = 0
+    for port in ports:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith("rating_redis_seconds_count"):
+                    total += int(float(line.rsplit(" ", 1)[1]))
+    return total
+
+
+async def run_drain(workdir: Path, kind: str, lines: Sequence[bytes], seed_csv: Path, workers: int = 1) -> Drain:
+    with stack_in(workdir) as stack:
+        await stack.start(None if kind == "ceiling" else seed_csv)
+        await produce_backlog(stack.bootstrap, lines)
+        ports: list[int] = []
+        if kind == "worker":
+            ports = stack.start_workers(workers)
+        else:
+            stack.start_child(kind, len(lines))
+        seconds, records, cpu = await measure_drain(stack, len(lines), timeout=1800)
+        result = drain_result(stack, seconds, records, cpu)
+        if kind == "worker":
+            result.redis_trips_per_game = redis_round_trips(ports) / len(lines)
+        elif kind == "naive":
+            result.redis_trips_per_game = stack.child_report()["redis_round_trips"] / len(lines)
+        else:
+            result.redis_trips_per_game = 0.0
+        return result
+
+
+@dataclass
+class Latency:
+    offered_per_s: float
+    samples: int
+    p50_ms: float
+    p99_ms: float
+    p999_ms: float
+
+
+class Probe:
+    """Reads the output topic and notes when each game's first event arrives (wall clock)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, enable_auto_commit=False, fetch_max_wait_ms=TANSU_FETCH_WAIT_MS
+        )
+        self.seen: dict[str, float] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.consumer.start()
+        self.consumer.assign([TopicPartition(RATINGS_TOPIC, p) for p in range(OUT_PARTITIONS)])
+        self.task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        while True:
+            batches = await self.consumer.getmany(timeout_ms=100, max_records=10000)
+            now = time.time()
+            for records in batches.values():
+                for record in records:
+                    game_id = json.loads(record.value).get("game_id")
+                    if game_id is not None and game_id not in self.seen:
+                        self.seen[game_id] = now
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        await self.consumer.stop()
+
+
+async def steady(
+    bootstrap: str, lines: Iterator[bytes], rate: float, seconds: float, on_tick: "TickHook | None" = None
+) -> dict[str, float]:
+    """Offer `rate` games/s for `seconds`; returns each game's input timestamp (s)."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    sent: dict[str, float] = {}
+    futures: list[asyncio.Future[object]] = []
+    try:
+        start = time.monotonic()
+        n = 0
+        while (elapsed := time.monotonic() - start) < seconds:
+            due = int(rate * elapsed)
+            while n < due:
+                line = next(lines)
+                game_id = json.loads(line)["game_id"]
+                now_ms = int(time.time() * 1000)
+                futures.append(await producer.send(GAMES_TOPIC, line, key=game_id.encode(), timestamp_ms=now_ms))
+                sent[game_id] = now_ms / 1000
+                n += 1
+            if len(futures) > 1000:
+                await asyncio.gather(*futures)
+                futures.clear()
+            if on_tick is not None:
+                on_tick(elapsed)
+            await asyncio.sleep(TICK)
+        await asyncio.gather(*futures)
+    finally:
+        await producer.stop()
+    return sent
+
+
+class TickHook:
+    """Samples a process's RSS every `every` seconds of the steady load."""
+
+    def __init__(self, pid: int, every: float) -> None:
+        self.pid, self.every = pid, every
+        self.samples: list[tuple[float, int]] = []
+
+    def __call__(self, elapsed: float) -> None:
+        if not self.samples or elapsed - self.samples[-1][0] >= self.every:
+            self.samples.append((elapsed, memory_kib(self.pid, "VmRSS")))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def run_latency(
+    workdir: Path,
+    kind: str,
+    lines: Iterator[bytes],
+    seed_csv: Path,
+    rate: float,
+    seconds: float,
+    warmup: float = 1.0,
+    settings: dict[str, object] | None = None,
+) -> Latency:
+    with stack_in(workdir) as stack:
+        await stack.start(None if kind == "ceiling" else seed_csv)
+        if kind == "worker":
+            stack.start_workers(1, **(settings or {}))
+        else:
+            stack.start_child(kind, expect=10**12)  # as many as come
+        async with Committed(stack.bootstrap) as committed:
+            probe = Probe(stack.bootstrap)
+            await probe.start()
+            try:
+                # The group joined and the consumer runs before the measured load begins.
+                ready = await steady(stack.bootstrap, lines, rate, 0.2)
+                await committed.wait_for(len(ready), timeout=120)
+                sent = await steady(stack.bootstrap, lines, rate, seconds)
+                await committed.wait_for(len(ready) + len(sent), timeout=300)
+                await asyncio.sleep(0.5)  # the probe's last fetch
+            finally:
+                await probe.stop()
+        first = min(sent.values()) + warmup
+        waits = [(probe.seen[g] - t) * 1000 for g, t in sent.items() if g in probe.seen and t >= first]
+        return Latency(rate, len(waits), percentile(waits, 0.5), percentile(waits, 0.99), percentile(waits, 0.999))
+
+
+@dataclass
+class Soak:
+    seconds: float
+    rate: float
+    rss_warm_mib: float
+    rss_end_mib: float
+    rss_max_mib: float
+    warmup: float
+
+    @property
+    def growth(self) -> float:
+        return (self.rss_end_mib - self.rss_warm_mib) / self.rss_warm_mib
+
+
+async def run_soak(workdir: Path, lines: Iterator[bytes], seed_csv: Path, rate: float, seconds: float) -> Soak:
+    warmup = min(60.0, seconds / 5)
+    with stack_in(workdir) as stack:
+        await stack.start(seed_csv)
+        stack.start_workers(1, **TANSU_SETTINGS)
+        hook = TickHook(stack.consumers[0].pid, every=5.0)
+        sent = await steady(stack.bootstrap, lines, rate, seconds, hook)
+        async with Committed(stack.bootstrap) as committed:
+            await committed.wait_for(len(sent), timeout=300)
+        hook(seconds + hook.every)
+        warm = next(rss for t, rss in hook.samples if t >= warmup)
+        return Soak(
+            seconds, rate, warm / 1024, hook.samples[-1][1] / 1024, max(r for _, r in hook.samples) / 1024, warmup
+        )
+
+
+# --- the two comparison consumers (child processes) ------------------------------------------------
+
+
+async def ceiling_child(bootstrap: str, expect: int) -> dict[str, float]:
+    """Pass-through: parse each game, two small events per game by send_batch, commit per batch."""
+    consumer = AIOKafkaConsumer(
+        GAMES_TOPIC,
+        bootstrap_servers=bootstrap,
+        group_id=GROUP,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=TANSU_FETCH_WAIT_MS,
+    )
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_batch_size=1 << 20)
+    await asyncio.gather(consumer.start(), producer.start())
+    partitioner = DefaultPartitioner()
+    out_partitions = list(range(OUT_PARTITIONS))
+    done = 0
+    try:
+        while done < expect:
+            batches = await consumer.getmany(timeout_ms=200, max_records=DEFAULTS.batch_size)
+            by_partition: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
+            for records in batches.values():
+                for record in records:
+                    game = json.loads(record.value)
+                    for player in (game["white_id"], game["black_id"]):
+                        key = player.encode()
+                        value = json.dumps({"game_id": game["game_id"], "player_id": player}).encode()
+                        by_partition[partitioner(key, out_partitions, out_partitions)].append((key, value))
+                done += len(records)
+            futures = []
+            for partition, events in by_partition.items():
+                batch = producer.create_batch()
+                for key, value in events:
+                    if batch.append(key=key, value=value, timestamp=None) is None:
+                        futures.append(await producer.send_batch(batch, RATINGS_TOPIC, partition=partition))
+                        batch = producer.create_batch()
+                        batch.append(key=key, value=value, timestamp=None)
+                futures.append(await producer.send_batch(batch, RATINGS_TOPIC, partition=partition))
+            await asyncio.gather(*futures)
+            if batches:
+                await consumer.commit()
+    finally:
+        await asyncio.gather(consumer.stop(), producer.stop())
+    return {"games": done, "redis_round_trips": 0}
+
+
+async def naive_child(bootstrap: str, redis_url: str, expect: int) -> dict[str, float]:
+    """One game at a time: read, rate, write, publish and await, commit."""
+    engine = Engine(ArenaRules(), DEFAULTS.training_rating)
+    consumer = AIOKafkaConsumer(
+        GAMES_TOPIC,
+        bootstrap_servers=bootstrap,
+        group_id=GROUP,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=TANSU_FETCH_WAIT_MS,
+    )
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    redis = Redis.from_url(redis_url)
+    retention_ms = DEFAULTS.idempotency_retention_seconds * 1000
+    await asyncio.gather(consumer.start(), producer.start())
+    done = trips = 0
+    try:
+        async for record in consumer:
+            game = decode_game(record.value, DEFAULTS.max_message_bytes)
+            ratings = engine.ratings_read(game) or ()
+            values = await redis.mget(
+                *(keys.state_key(PREFIX, r) for r in ratings), keys.game_key(PREFIX, game.game_id)
+            )
+            trips += 1
+            states = {r: UNSEEN if v is None else decode_state(v) for r, v in zip(ratings, values, strict=False)}
+            record_hex = values[-1]
+            known = (
+                None
+                if record_hex is None
+                else bytes.fromhex(record_hex if isinstance(record_hex, str) else record_hex.decode())
+            )
+            outcome = engine.apply(game, states, known)
+            if outcome.verdict in (Verdict.APPLIED, Verdict.SKIPPED):
+                async with redis.pipeline(transaction=True) as pipe:
+                    for update in outcome.updates:
+                        pipe.set(keys.state_key(PREFIX, update.key), encode_state(update.state))
+                    pipe.set(keys.game_key(PREFIX, game.game_id), outcome.digest.hex(), px=retention_ms)
+                    await pipe.execute()
+                trips += 1
+                for update in outcome.updates:
+                    await producer.send_and_wait(RATINGS_TOPIC, update.payload, key=update.key.encode())
+            await consumer.commit()
+            done += 1
+            if done >= expect:
+                break
+    finally:
+        await asyncio.gather(consumer.stop(), producer.stop())
+        await redis.aclose()
+    return {"games": done, "redis_round_trips": trips}
+
+
+async def child(args: argparse.Namespace) -> None:
+    """Consume `expect` games, print the report, then stay (alive, measurable) until killed."""
+    if args.child == "ceiling":
+        report = await ceiling_child(args.bootstrap, args.expect)
+    else:
+        report = await naive_child(args.bootstrap, args.redis_url, args.expect)
+    print(json.dumps(report), flush=True)
+    await asyncio.Event().wait()
+
+
+# --- the run ----------------------------------------------------------------------------------------
+
+
+def workload(players: int, games: int) -> Iterator[bytes]:
+    """The same games every time: one simulation, one seed."""
+    return ArenaSimulation(players, seed=6).game_lines(games)
+
+
+def table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
+    out.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(out)
+
+
+async def bench(args: argparse.Namespace) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="stream-bench-"))
+    seed_csv = workdir / "seed.csv"
+    seed_csv.write_text(ArenaSimulation(args.players, seed=6).seed_csv(), encoding="utf-8")
+    naive_rate = args.naive_rate
+    if args.only in (None, "drain"):
+        drains = await drain_part(args, workdir, seed_csv)
+        naive_rate = naive_rate or 0.8 * drains["naive"].games_per_s
+    if args.only in (None, "latency"):
+        if naive_rate is None:
+            raise SystemExit("--only latency needs --naive-rate (80% of the naive loop's drain rate)")
+        await latency_part(args, workdir, seed_csv, naive_rate)
+    if args.only in (None, "soak") and args.soak_seconds > 0:
+        _progress(f"soak: worker x1 at {args.rate:.0f} games/s for {args.soak_seconds:.0f} s")
+        soak = await run_soak(workdir, workload(args.players, 10**9), seed_csv, args.rate, args.soak_seconds)
+        print(
+            f"\nsoak: worker x1 at {soak.rate:.0f} games/s for {soak.seconds:.0f} s: RSS {soak.rss_warm_mib:.1f} MiB "
+            f"after {soak.warmup:.0f} s of warm-up, {soak.rss_end_mib:.1f} MiB at the end "
+            f"({soak.growth * 100:+.1f}%), at most {soak.rss_max_mib:.1f} MiB"
+        )
+    print(f"(machine: {os.cpu_count()} cores, Python {sys.version.split()[0]})")
+
+
+async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) -> dict[str, Drain]:
+    lines = list(workload(args.players, args.games))
+    _progress(f"backlog of {len(lines)} games: ceiling")
+    drains = {"ceiling": await run_drain(workdir, "ceiling", lines, seed_csv)}
+    _progress(f"backlog of {args.naive_games} games: naive loop")
+    drains["naive"] = await run_drain(workdir, "naive", lines[: args.naive_games], seed_csv)
+    for n in (1, 2):
+        _progress(f"backlog of {len(lines)} games: worker x{n}")
+        drains[f"worker x{n}"] = await run_drain(workdir, "worker", lines, seed_csv, workers=n)
+    header = ["consumer", "games", "games/s", "CPU s/1000 games", "broker+Redis CPU s/1000", "Redis trips/game"]
+    rows = [[*header, "peak RSS MiB"]]
+    for name, d in drains.items():
+        games = args.naive_games if name == "naive" else len(lines)
+        trips = "-" if d.redis_trips_per_game is None else f"{d.redis_trips_per_game:.3f}"
+        speed, cpu, infra = f"{d.games_per_s:,.0f}", f"{d.cpu_per_1000:.2f}", f"{d.infra_cpu_per_1000:.2f}"
+        rows.append([name, str(games), speed, cpu, infra, trips, f"{d.peak_rss_mib:.0f}"])
+    print("\nDraining a backlog (games/s from the group's first commit to its last):\n" + table(rows))
+    ceiling, naive = drains["ceiling"].games_per_s, drains["naive"].games_per_s
+    one, two = drains["worker x1"].games_per_s, drains["worker x2"].games_per_s
+    print(
+        f"ratios: worker x1 / ceiling {one / ceiling:.2f}, worker x2 / ceiling {two / ceiling:.2f}; "
+        f"worker x1 / naive {one / naive:.1f}, worker x2 / naive {two / naive:.1f}; scaling x2 / x1 {two / one:.2f}"
+    )
+    return drains
+
+
+async def latency_part(args: argparse.Namespace, workdir: Path, seed_csv: Path, naive_rate: float) -> None:
+    rows = [["consumer", "offered games/s", "games measured", "p50 ms", "p99 ms", "p99.9 ms"]]
+    runs: list[tuple[str, str, float, dict[str, object]]] = [
+        (f"ceiling (fetch wait {TANSU_FETCH_WAIT_MS} ms)", "ceiling", args.rate, {}),
+        (f"naive (fetch wait {TANSU_FETCH_WAIT_MS} ms)", "naive", naive_rate, {}),
+        (f"worker (RATING_KAFKA_FETCH_MAX_WAIT_MS={TANSU_FETCH_WAIT_MS})", "worker", args.rate, TANSU_SETTINGS),
+        (f"worker (default, {DEFAULTS.kafka_fetch_max_wait_ms})", "worker", args.rate, {}),
+    ]
+    for name, kind, rate, settings in runs:
+        _progress(f"steady load: {name} at {rate:.0f} games/s for {args.latency_seconds:.0f} s")
+        lines = workload(args.players, 10**9)
+        lat = await run_latency(workdir, kind, lines, seed_csv, rate, args.latency_seconds, settings=settings)
+        percentiles = [f"{lat.p50_ms:.1f}", f"{lat.p99_ms:.1f}", f"{lat.p999_ms:.1f}"]
+        rows.append([name, f"{lat.offered_per_s:,.0f}", str(lat.samples), *percentiles])
+    print("\nEnd-to-end latency at a steady load (input timestamp -> the game's first output record read):")
+    print(table(rows))
+
+
+def _progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=200_000, help="backlog of the ceiling and the worker")
+    parser.add_argument("--naive-games", type=int, default=20_000, help="backlog of the naive loop")
+    parser.add_argument("--players", type=int, default=PLAYERS)
+    parser.add_argument("--rate", type=float, default=1000.0, help="steady load of the latency runs and the soak")
+    parser.add_argument("--latency-seconds", type=float, default=30.0)
+    parser.add_argument("--soak-seconds", type=float, default=600.0, help="0: no soak")
+    parser.add_argument(
+        "--only", choices=["drain", "latency", "soak"], help="one part (latency needs the naive rate: --naive-rate)"
+    )
+    parser.add_argument("--naive-rate", type=float, help="offered load of the naive loop's latency run")
+    parser.add_argument("--child", choices=["ceiling", "naive"], help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--redis-url", help=argparse.SUPPRESS)
+    parser.add_argument("--expect", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child is not None:
+        asyncio.run(child(args))
+    else:
+        asyncio.run(bench(args))
+
+
+if __name__ == "__main__":
+    main()
