@@ -20,11 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
 from schemas.game_finished import GameFinished
 from worker import keys
-from worker.connections import kafka_options, make_redis
+from worker.connections import make_redis
 from worker.decode import BadInput, decode_game
 from worker.engine import Engine, SeedRow
 from worker.importer import import_ratings
@@ -34,10 +32,10 @@ from worker.rules.categories import Category
 from worker.rules.state import RatingState
 from worker.settings import WorkerSettings
 from worker.state_codec import decode_state, encode_state
+from worker.topic_scan import scan
 
 log = logging.getLogger(__name__)
 _STAMP = re.compile(r"(.{19})(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})")
-FETCH_TIMEOUT_MS = 500
 CHUNK = 1000
 
 
@@ -60,34 +58,16 @@ class SwitchReport:
 
 async def read_history(settings: WorkerSettings) -> tuple[list[GameFinished], int, int]:
     """Every valid game of the input topic, and the counts of records and of bad ones."""
-    consumer = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False, auto_offset_reset="earliest")
-    await consumer.start()
-    try:
-        await consumer.topics()
-        tps = [
-            TopicPartition(settings.topic_games, p)
-            for p in sorted(consumer.partitions_for_topic(settings.topic_games) or ())
-        ]
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        games: list[GameFinished] = []
-        records = bad = 0
-        pending = set(tps)
-        while pending:
-            for batch in (await consumer.getmany(*pending, timeout_ms=FETCH_TIMEOUT_MS)).values():
-                for record in batch:
-                    records += 1
-                    try:
-                        games.append(decode_game(record.value or b"", settings.max_message_bytes))
-                    except BadInput:
-                        bad += 1
-            for tp in list(pending):
-                highwater = consumer.highwater(tp)
-                if highwater is not None and await consumer.position(tp) >= highwater:
-                    pending.discard(tp)
-        return games, records, bad
-    finally:
-        await consumer.stop()
+    games: list[GameFinished] = []
+    records = bad = 0
+    async for batch in scan(settings, settings.topic_games):
+        for record in batch:
+            records += 1
+            try:
+                games.append(decode_game(record.value or b"", settings.max_message_bytes))
+            except BadInput:
+                bad += 1
+    return games, records, bad
 
 
 def history_order(game: GameFinished) -> tuple[datetime, str]:

@@ -16,20 +16,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
 from redis.asyncio import Redis
 
 from schemas.rating_changed import RatingChanged
 from worker import keys
-from worker.connections import kafka_options, make_redis
+from worker.connections import make_redis
 from worker.engine import RESTORED
 from worker.rules.state import QualifyingGame, RatingState
 from worker.settings import WorkerSettings
 from worker.state_codec import encode_state
+from worker.topic_scan import scan
 
 log = logging.getLogger(__name__)
 CHUNK = 1000  # keys per Redis round trip
-FETCH_TIMEOUT_MS = 500
 PROGRESS_SECONDS = 2.0
 
 
@@ -61,39 +60,22 @@ async def read_changelog(
     settings: WorkerSettings, progress: Callable[[int], None]
 ) -> tuple[dict[str, RatingState], set[str], int]:
     """The latest state of every rating, the game ids seen, and the number of records read."""
-    consumer = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False, auto_offset_reset="earliest")
-    await consumer.start()
-    try:
-        await consumer.topics()
-        partitions = sorted(consumer.partitions_for_topic(settings.topic_ratings) or ())
-        tps = [TopicPartition(settings.topic_ratings, p) for p in partitions]
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        latest: dict[str, RatingState] = {}
-        games: set[str] = set()
-        records = 0
-        pending = set(tps)
-        while pending:
-            batches = await consumer.getmany(*pending, timeout_ms=FETCH_TIMEOUT_MS)
-            for records_ in batches.values():
-                for record in records_:
-                    records += 1
-                    if record.value is None:
-                        continue
-                    event = RatingChanged.model_validate_json(record.value)
-                    key = f"{event.player_id}/{event.category}"
-                    if key not in latest or event.seq > latest[key].seq:
-                        latest[key] = state_of(event)
-                    if event.game_id is not None:
-                        games.add(event.game_id)
-            progress(records)
-            for tp in list(pending):
-                highwater = consumer.highwater(tp)
-                if highwater is not None and await consumer.position(tp) >= highwater:
-                    pending.discard(tp)
-        return latest, games, records
-    finally:
-        await consumer.stop()
+    latest: dict[str, RatingState] = {}
+    games: set[str] = set()
+    records = 0
+    async for batch in scan(settings, settings.topic_ratings):
+        for record in batch:
+            records += 1
+            if record.value is None:
+                continue
+            event = RatingChanged.model_validate_json(record.value)
+            key = f"{event.player_id}/{event.category}"
+            if key not in latest or event.seq > latest[key].seq:
+                latest[key] = state_of(event)
+            if event.game_id is not None:
+                games.add(event.game_id)
+        progress(records)
+    return latest, games, records
 
 
 async def write_states(

@@ -37,6 +37,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from tests.contract import RESULTS, TERMINATIONS
 from tests.integration.conftest import FAST_LEASE, Stack
 from tests.integration.faults_common import (
     CommitTimeline,
@@ -428,20 +429,6 @@ BAD_MIX = {"mutated": 70, "bytes": 35, "text": 25, "too_large": 10, "conflict": 
 HYPOTHESIS_EXAMPLES = 600
 
 ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}", re.ASCII)  # the contract's id, matched in full
-RESULTS = ("1-0", "0-1", "1/2-1/2")
-TERMINATIONS = (
-    "checkmate",
-    "resignation",
-    "timeout",
-    "disconnection",
-    "stalemate",
-    "draw_agreement",
-    "repetition",
-    "insufficient_material",
-    "fifty_moves",
-    "forfeit",
-    "aborted",
-)
 STRING_FIELDS = ["event_id", "game_id", "finished_at", "white_id", "black_id", "result", "termination"]
 ID_FIELDS = ["game_id", "white_id", "black_id"]
 INT_FIELDS = ["time_control.base_seconds", "time_control.increment_seconds"]
@@ -867,7 +854,7 @@ async def _proxied(stack: Stack, target: str) -> None:
         result = await account(
             stack,
             load.lines,
-            fault=f"{target} connections slowed {SLOW_DELAY * 1000:.0f} ms, then cut {CUT_SECONDS:.0f} s",
+            fault=f"{target} link slowed {SLOW_DELAY * 1000:.0f} ms, cut {CUT_SECONDS:.0f} s",
             messages=len(load.feeder.sent),
             recovery=recovery,
             first_progress=first,

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from schemas.game_finished import GameFinished
 from schemas.seed_record import SeedRecord
+from tests.contract import RESULTS, TERMINATIONS
 
 VALID: dict[str, Any] = {
     "event_id": "ev-1",
@@ -205,7 +206,7 @@ def test_event_id_empty_longer_than_128_characters_or_not_a_string_is_invalid(ev
 # --- enums and extra fields ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("result", ["1-0", "0-1", "1/2-1/2"])
+@pytest.mark.parametrize("result", RESULTS)
 def test_the_three_results_are_valid(result: str) -> None:
     assert parse(result=result).result == result
 
@@ -213,21 +214,6 @@ def test_the_three_results_are_valid(result: str) -> None:
 @pytest.mark.parametrize("result", ["1-1", "0-0", "½-½", "0.5-0.5", "1/2", "", "1-0 ", 1])
 def test_other_results_are_invalid(result: Any) -> None:
     invalid(result=result)
-
-
-TERMINATIONS = [
-    "checkmate",
-    "resignation",
-    "timeout",
-    "disconnection",
-    "stalemate",
-    "draw_agreement",
-    "repetition",
-    "insufficient_material",
-    "fifty_moves",
-    "forfeit",
-    "aborted",
-]
 
 
 @pytest.mark.parametrize("termination", TERMINATIONS)

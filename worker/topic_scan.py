@@ -1,0 +1,36 @@
+"""Reading a whole topic from its beginning to its current end, for restore and rebuild."""
+
+from collections.abc import AsyncIterator
+
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+
+from worker.connections import kafka_options
+from worker.settings import WorkerSettings
+
+FETCH_TIMEOUT_MS = 500
+
+
+async def scan(settings: WorkerSettings, topic: str) -> AsyncIterator[list[ConsumerRecord]]:
+    """Batches of `topic`'s records, partition by partition as fetched, up to each partition's end.
+
+    No consumer group: nothing is committed. The end of a partition is its highwater as the
+    fetches report it, not `end_offsets()` (wrong on some Kafka-compatible brokers); records
+    produced while the scan runs may or may not be included.
+    """
+    consumer = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        await consumer.topics()
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        pending = set(tps)
+        while pending:
+            for batch in (await consumer.getmany(*pending, timeout_ms=FETCH_TIMEOUT_MS)).values():
+                yield batch
+            for tp in list(pending):
+                highwater = consumer.highwater(tp)
+                if highwater is not None and await consumer.position(tp) >= highwater:
+                    pending.discard(tp)
+    finally:
+        await consumer.stop()
