@@ -36,14 +36,12 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.partitioner import DefaultPartitioner
 from redis.asyncio import Redis
 
 from worker import keys
@@ -58,6 +56,7 @@ from worker.embedded import (
     worker_env,
 )
 from worker.engine import Engine, Verdict
+from worker.publish import Publisher
 from worker.rules.arena import ArenaRules
 from worker.rules.state import UNSEEN
 from worker.settings import WorkerSettings
@@ -173,22 +172,10 @@ async def produce_backlog(bootstrap: str, lines: Sequence[bytes]) -> None:
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_batch_size=1 << 20)
     await producer.start()
     try:
-        partitioner = DefaultPartitioner()
-        all_partitions = list(range(PARTITIONS))
-        by_partition: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
-        for line in lines:
-            key = json.loads(line)["game_id"].encode()
-            by_partition[partitioner(key, all_partitions, all_partitions)].append((key, line))
-        futures = []
-        for partition, records in by_partition.items():
-            batch = producer.create_batch()
-            for key, value in records:
-                if batch.append(key=key, value=value, timestamp=None) is None:
-                    futures.append(await producer.send_batch(batch, GAMES_TOPIC, partition=partition))
-                    batch = producer.create_batch()
-                    batch.append(key=key, value=value, timestamp=None)
-            futures.append(await producer.send_batch(batch, GAMES_TOPIC, partition=partition))
-        await asyncio.gather(*futures)
+        # The worker's own publisher: per partition, create_batch/send_batch.
+        await Publisher(producer, GAMES_TOPIC, 60).send(
+            [(json.loads(line)["game_id"].encode(), line) for line in lines]
+        )
     finally:
         await producer.stop()
 
@@ -451,9 +438,9 @@ async def run_soak(workdir: Path, lines: Iterator[bytes], seed_csv: Path, rate: 
 # --- the two comparison consumers (child processes) ------------------------------------------------
 
 
-async def ceiling_child(bootstrap: str, expect: int) -> dict[str, float]:
-    """Pass-through: parse each game, two small events per game by send_batch, commit per batch."""
-    consumer = AIOKafkaConsumer(
+def games_consumer(bootstrap: str) -> AIOKafkaConsumer:
+    """The comparison consumers' input, in the benchmark's group, from the beginning."""
+    return AIOKafkaConsumer(
         GAMES_TOPIC,
         bootstrap_servers=bootstrap,
         group_id=GROUP,
@@ -461,33 +448,28 @@ async def ceiling_child(bootstrap: str, expect: int) -> dict[str, float]:
         auto_offset_reset="earliest",
         fetch_max_wait_ms=TANSU_FETCH_WAIT_MS,
     )
+
+
+async def ceiling_child(bootstrap: str, expect: int) -> dict[str, float]:
+    """Pass-through: parse each game, two small events per game by send_batch, commit per batch."""
+    consumer = games_consumer(bootstrap)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_batch_size=1 << 20)
     await asyncio.gather(consumer.start(), producer.start())
-    partitioner = DefaultPartitioner()
-    out_partitions = list(range(OUT_PARTITIONS))
+    # The worker's own publisher: per partition, create_batch/send_batch, all acknowledged.
+    publisher = Publisher(producer, RATINGS_TOPIC, 60)
     done = 0
     try:
         while done < expect:
             batches = await consumer.getmany(timeout_ms=200, max_records=DEFAULTS.batch_size)
-            by_partition: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
+            events: list[tuple[bytes, bytes]] = []
             for records in batches.values():
                 for record in records:
                     game = json.loads(record.value)
                     for player in (game["white_id"], game["black_id"]):
-                        key = player.encode()
                         value = json.dumps({"game_id": game["game_id"], "player_id": player}).encode()
-                        by_partition[partitioner(key, out_partitions, out_partitions)].append((key, value))
+                        events.append((player.encode(), value))
                 done += len(records)
-            futures = []
-            for partition, events in by_partition.items():
-                batch = producer.create_batch()
-                for key, value in events:
-                    if batch.append(key=key, value=value, timestamp=None) is None:
-                        futures.append(await producer.send_batch(batch, RATINGS_TOPIC, partition=partition))
-                        batch = producer.create_batch()
-                        batch.append(key=key, value=value, timestamp=None)
-                futures.append(await producer.send_batch(batch, RATINGS_TOPIC, partition=partition))
-            await asyncio.gather(*futures)
+            await publisher.send(events)
             if batches:
                 await consumer.commit()
     finally:
@@ -498,14 +480,7 @@ async def ceiling_child(bootstrap: str, expect: int) -> dict[str, float]:
 async def naive_child(bootstrap: str, redis_url: str, expect: int) -> dict[str, float]:
     """One game at a time: read, rate, write, publish and await, commit."""
     engine = Engine(ArenaRules(), DEFAULTS.training_rating)
-    consumer = AIOKafkaConsumer(
-        GAMES_TOPIC,
-        bootstrap_servers=bootstrap,
-        group_id=GROUP,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        fetch_max_wait_ms=TANSU_FETCH_WAIT_MS,
-    )
+    consumer = games_consumer(bootstrap)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     redis = Redis.from_url(redis_url)
     retention_ms = DEFAULTS.idempotency_retention_seconds * 1000

@@ -30,6 +30,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -40,6 +41,7 @@ from hypothesis import strategies as st
 from tests.contract import RESULTS, TERMINATIONS
 from tests.integration.conftest import FAST_LEASE, Stack
 from tests.integration.faults_common import (
+    Accounting,
     CommitTimeline,
     Feeder,
     Message,
@@ -116,6 +118,35 @@ async def drain(load: Load) -> float:
     return await load.timeline.wait_until(end, DRAIN_TIMEOUT)
 
 
+async def settle(
+    load: Load, fault_end: float, feeding: "asyncio.Task[None] | None" = None, alive: Sequence[int] | None = None
+) -> tuple[float, float | None, float | None]:
+    """After the fault: the rest of the feeding, then everything committed; the workers (all,
+    unless `alive` says which) still running. Returns (when it was all committed, recovery, first
+    progress), the last two in seconds after `fault_end`."""
+    if feeding is not None:
+        await asyncio.wait_for(feeding, 60)
+    done = await drain(load)
+    recovery, first = load.timeline.recovery(fault_end, load.feeder)
+    assert_alive(load.stack, range(WORKERS) if alive is None else alive)
+    return done, recovery, first
+
+
+async def account_load(
+    load: Load, fault: str, recovery: float | None, first: float | None, **options: bool
+) -> Accounting:
+    """`account` of this load's games and input messages."""
+    return await account(
+        load.stack,
+        load.lines,
+        fault=fault,
+        messages=len(load.feeder.sent),
+        recovery=recovery,
+        first_progress=first,
+        **options,
+    )
+
+
 def retried(stack: Stack, pattern: str) -> int:
     """How many retry warnings of the workers' logs match `pattern` (the fault was felt)."""
     return len(re.findall(pattern, stack.logs()))
@@ -165,19 +196,14 @@ async def _broker_frozen(stack: Stack) -> None:
         finally:
             broker.thaw()
         fault_end = time.monotonic()
-        await asyncio.wait_for(feeding, 60)
-        done = await drain(load)
-        recovery, first = load.timeline.recovery(fault_end, load.feeder)
-        assert_alive(stack, range(WORKERS))
+        done, recovery, first = await settle(load, fault_end, feeding)
         # Sends delayed beyond the 3 s publication lease by the frozen broker: the contract allows
         # byte-identical copies after a newer event of their key here (and only here).
-        result = await account(
-            stack,
-            load.lines,
-            fault="broker frozen 8 s",
-            messages=len(load.feeder.sent),
-            recovery=recovery,
-            first_progress=first,
+        result = await account_load(
+            load,
+            "broker frozen 8 s",
+            recovery,
+            first,
             allow_stale_copies=True,
         )
         print(
@@ -211,18 +237,13 @@ async def _redis_killed(stack: Stack) -> None:
         await asyncio.sleep(1.0)  # the workers see connections refused
         await asyncio.to_thread(redis_server.start)  # same port, same directory: replays the file
         fault_end = time.monotonic()
-        await asyncio.wait_for(feeding, 60)
-        done = await drain(load)
-        recovery, first = load.timeline.recovery(fault_end, load.feeder)
-        assert_alive(stack, range(WORKERS))
+        done, recovery, first = await settle(load, fault_end, feeding)
         assert retried(stack, REDIS_RETRIES), "no worker noticed the Redis crash"
-        result = await account(
-            stack,
-            load.lines,
-            fault="redis SIGKILL + AOF restart",
-            messages=len(load.feeder.sent),
-            recovery=recovery,
-            first_progress=first,
+        result = await account_load(
+            load,
+            "redis SIGKILL + AOF restart",
+            recovery,
+            first,
         )
         print(
             f"\nredis SIGKILL, down {fault_end - killed_at:.1f} s: {len(load.lines)} games, "
@@ -278,18 +299,13 @@ async def _redis_frozen(stack: Stack, lease: float) -> None:
             thaw_process(pid)
         fault_end = time.monotonic()
         stuck = load.timeline.latest()
-        await asyncio.wait_for(feeding, 60)
-        done = await drain(load)
-        recovery, first = load.timeline.recovery(fault_end, load.feeder)
-        assert_alive(stack, range(WORKERS))
+        done, recovery, first = await settle(load, fault_end, feeding)
         assert retried(stack, REDIS_RETRIES), "no worker noticed the Redis outage"
-        result = await account(
-            stack,
-            load.lines,
-            fault=f"redis unreachable 30 s (lease {lease:.0f} s)",
-            messages=len(load.feeder.sent),
-            recovery=recovery,
-            first_progress=first,
+        result = await account_load(
+            load,
+            f"redis unreachable 30 s (lease {lease:.0f} s)",
+            recovery,
+            first,
         )
         behind = sum(load.feeder.ends(sent_before=fault_end).values()) - sum(stuck.values())
         print(
@@ -344,18 +360,13 @@ async def _replies_lost(stack: Stack) -> None:
         finally:
             proxy.heal()
         fault_end = time.monotonic()
-        await asyncio.wait_for(feeding, 60)
-        done = await drain(load)
-        recovery, first = load.timeline.recovery(fault_end, load.feeder)
-        assert_alive(stack, range(WORKERS))
+        done, recovery, first = await settle(load, fault_end, feeding)
         assert retried(stack, "acknowledging outboxes failed"), "worker 0 never retried an acknowledgement"
-        result = await account(
-            stack,
-            load.lines,
-            fault="one replica's redis replies lost 30 s",
-            messages=len(load.feeder.sent),
-            recovery=recovery,
-            first_progress=first,
+        result = await account_load(
+            load,
+            "one replica's redis replies lost 30 s",
+            recovery,
+            first,
         )
         print(
             f"\nworker 0's redis replies lost {REDIS_FREEZE:.0f} s: {len(load.lines)} games, "
@@ -399,16 +410,12 @@ async def _three_times(stack: Stack) -> None:
         await start_workers(load, chunks[0])
         await asyncio.wait_for(load.feeder.feed(chunks[1:], PAUSE), 90)
         fault_end = load.feeder.last_ack()
-        done = await drain(load)
-        recovery, first = load.timeline.recovery(fault_end, load.feeder)
-        assert_alive(stack, range(WORKERS))
-        result = await account(
-            stack,
-            load.lines,
-            fault="every input 3 times",
-            messages=len(load.feeder.sent),
-            recovery=recovery,
-            first_progress=first,
+        done, recovery, first = await settle(load, fault_end)
+        result = await account_load(
+            load,
+            "every input 3 times",
+            recovery,
+            first,
         )
         print(
             f"\nevery game delivered 3 times: {produced} records, {len(load.lines)} games, "
@@ -650,16 +657,12 @@ async def _flood(stack: Stack) -> None:
         flood_start = time.monotonic()
         await asyncio.wait_for(load.feeder.feed(chunks[1:], PAUSE), 60)
         fault_end = load.feeder.last_ack()
-        done = await drain(load)
-        recovery, first = load.timeline.recovery(fault_end, load.feeder)
-        assert_alive(stack, range(WORKERS))
-        result = await account(
-            stack,
-            load.lines,
-            fault="malformed flood (4 bad : 1 good)",
-            messages=len(load.feeder.sent),
-            recovery=recovery,
-            first_progress=first,
+        done, recovery, first = await settle(load, fault_end)
+        result = await account_load(
+            load,
+            "malformed flood (4 bad : 1 good)",
+            recovery,
+            first,
             expect_no_dead_letters=False,
         )
         sent = load.feeder.sent
@@ -764,19 +767,15 @@ async def _storm(stack: Stack) -> None:
                 stack.start_worker()
                 changes.append(f"+{len(stack.workers) - 1}")
         fault_end = time.monotonic()
-        await asyncio.wait_for(feeding, 60)
-        done = await drain(load)
-        recovery, first = load.timeline.recovery(fault_end, load.feeder)
+        done, recovery, first = await settle(load, fault_end, feeding, alive=())
         statuses = {n: await asyncio.to_thread(_exit_status, stack.workers[n]) for n in stopped}
         assert all(s == 0 for s in statuses.values()), f"SIGTERM'd workers did not exit 0: {statuses}"
         assert_alive(stack, [n for n in range(len(stack.workers)) if n not in stopped])
-        result = await account(
-            stack,
-            load.lines,
-            fault="rebalance storm 20 s",
-            messages=len(load.feeder.sent),
-            recovery=recovery,
-            first_progress=first,
+        result = await account_load(
+            load,
+            "rebalance storm 20 s",
+            recovery,
+            first,
         )
         print(
             f"\nrebalance storm ({' '.join(changes)}): {len(load.lines)} games, {len(result.tally.events)} events, "
@@ -847,17 +846,12 @@ async def _proxied(stack: Stack, target: str) -> None:
             await asyncio.sleep(0.5)
         proxy.heal()
         fault_end = time.monotonic()
-        await asyncio.wait_for(feeding, 60)
-        done = await drain(load)
-        recovery, first = load.timeline.recovery(fault_end, load.feeder)
-        assert_alive(stack, range(WORKERS))
-        result = await account(
-            stack,
-            load.lines,
-            fault=f"{target} link slowed {SLOW_DELAY * 1000:.0f} ms, cut {CUT_SECONDS:.0f} s",
-            messages=len(load.feeder.sent),
-            recovery=recovery,
-            first_progress=first,
+        done, recovery, first = await settle(load, fault_end, feeding)
+        result = await account_load(
+            load,
+            f"{target} link slowed {SLOW_DELAY * 1000:.0f} ms, cut {CUT_SECONDS:.0f} s",
+            recovery,
+            first,
         )
         # The traffic really crossed the proxy, and the workers reconnected through it after the cut.
         assert slow_progress is not None, "nothing was committed while the connections were slowed"

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from schemas.game_finished import GameFinished
+from tests.contract import TERMINATIONS
 from worker.rules.arena import ArenaRules, k_factor
 from worker.rules.categories import Category
 from worker.rules.hundredths import display
@@ -467,20 +468,7 @@ def test_a_disconnection_is_rated_as_usual(base: int, increment: int, category: 
     assert RULES.category(g) == Category(category)
 
 
-@pytest.mark.parametrize(
-    "termination",
-    [
-        "checkmate",
-        "resignation",
-        "timeout",
-        "disconnection",
-        "stalemate",
-        "draw_agreement",
-        "repetition",
-        "insufficient_material",
-        "fifty_moves",
-    ],
-)
+@pytest.mark.parametrize("termination", [t for t in TERMINATIONS if t not in ("forfeit", "aborted")])
 def test_every_termination_but_forfeit_and_aborted_is_rated(termination: str) -> None:
     assert RULES.category(game(termination=termination)) == Category.BLITZ
 
