@@ -111,9 +111,9 @@ class RatingConsumer:
         items: list[Item] = []
         sources: list[Source] = []  # each item's record, should it become a dead letter
         letters: list[DeadLetter] = []
+        metrics.GAMES_CONSUMED.inc(sum(len(records) for records in batches.values()))
         for tp, records in batches.items():
             for record in records:
-                metrics.GAMES_CONSUMED.inc()
                 source = Source(tp.topic, tp.partition, record.offset, record.key, record.value, record.timestamp)
                 try:
                     game = decode_game(record.value if record.value is not None else b"", self.max_message_bytes)
@@ -126,10 +126,11 @@ class RatingConsumer:
         published_at = time.time()
         metrics.CAS_CONFLICTS.inc(stats.conflicts)
         metrics.EVENTS_SENT.inc(stats.events_sent)
+        counts: Counter[tuple[str, str, str]] = Counter()
         for p, source in zip(planned, sources, strict=True):
             if not isinstance(p.outcome, GameOutcome):
                 continue
-            self._count(p.outcome)
+            self._count(p.outcome, counts)
             if p.outcome.updates:
                 metrics.END_TO_END_SECONDS.observe(max(0.0, published_at - source.timestamp / 1000))
             if p.outcome.verdict is Verdict.CONFLICT:
@@ -140,6 +141,7 @@ class RatingConsumer:
                     "termination, rated or time control differ)",
                 )
                 letters.append(DeadLetter(source, error))
+        self._add_counts(counts)
         letters.sort(key=lambda d: (d.source.partition, d.source.offset))  # in the order they came
         await self.dead_letters.send(letters)
         await self.commit({tp: records[-1].offset + 1 for tp, records in batches.items()})
@@ -147,14 +149,25 @@ class RatingConsumer:
             self.oldest_pending.pop(tp, None)
             self.last_done[tp] = records[-1].timestamp / 1000
 
-    def _count(self, outcome: GameOutcome) -> None:
+    def _count(self, outcome: GameOutcome, counts: "Counter[tuple[str, str, str]]") -> None:
+        """Count a game in `counts` (metric, label, label), added to the metrics once per batch."""
         self.totals[outcome.verdict] += 1
         if outcome.verdict is Verdict.APPLIED:
-            metrics.GAMES_RATED.inc()
+            counts["rated", "", ""] += 1
             for update in outcome.updates:
-                metrics.CHANGES_PUBLISHED.labels(update.event.kind, update.event.category).inc()
+                counts["published", update.event.kind, update.event.category] += 1
         elif outcome.skip is not None:
-            metrics.GAMES_SKIPPED.labels(outcome.skip).inc()
+            counts["skipped", outcome.skip, ""] += 1
+
+    @staticmethod
+    def _add_counts(counts: "Counter[tuple[str, str, str]]") -> None:
+        for (metric, first, second), n in counts.items():
+            if metric == "rated":
+                metrics.GAMES_RATED.inc(n)
+            elif metric == "published":
+                metrics.CHANGES_PUBLISHED.labels(first, second).inc(n)
+            else:
+                metrics.GAMES_SKIPPED.labels(first).inc(n)
 
     async def commit(self, offsets: dict[TopicPartition, int]) -> None:
         """Commit what is done for the partitions still ours; a failed commit is only redelivery."""

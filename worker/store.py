@@ -7,7 +7,8 @@ Three scripts, each one round trip for a whole batch:
   events to the outboxes and records the game, all or nothing per game; a game that fails
   the check taints every rating it read, so no later game of the batch touching them is
   applied before it (per-player order). Then it claims the publication lease of every
-  outbox it touched and returns their contents;
+  outbox it touched and returns their contents, but for the events it has just appended,
+  which the caller holds (not sending them back halves the bytes a batch moves);
 - `ack`: removes acknowledged events from the outboxes whose lease is still ours, after each
   round of publication, so that a crash can only repeat the last event sent of a rating,
   right after its original. It removes an outbox's head only if the head is the very event
@@ -20,6 +21,7 @@ a single Redis primary (standalone or Sentinel), not Redis Cluster.
 """
 
 import asyncio
+from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,17 +46,21 @@ return out
 """
 
 _CLAIM = """
-local function claim(p, token, lease_ms, ratings)
+-- Claims each outbox that is not empty and not leased by another process. Returns its events
+-- but the last `appended[r]`: those were appended by this very call, and the caller has them.
+local function claim(p, token, lease_ms, ratings, appended)
   local claimed, blocked = {}, {}
   for _, r in ipairs(ratings) do
     local outbox = p .. $OUTBOX .. r
-    if redis.call('LLEN', outbox) > 0 then
+    local n = redis.call('LLEN', outbox)
+    if n > 0 then
       local lease = p .. $LEASE .. r
       local holder = redis.call('GET', lease)
       if (not holder) or holder == token then
         redis.call('SET', lease, token, 'PX', lease_ms)
+        local older = n - (appended[r] or 0)
         claimed[#claimed + 1] = r
-        claimed[#claimed + 1] = redis.call('LRANGE', outbox, 0, -1)
+        claimed[#claimed + 1] = older > 0 and redis.call('LRANGE', outbox, 0, older - 1) or {}
       else
         blocked[#blocked + 1] = r
       end
@@ -70,7 +76,7 @@ _APPLY = (
 local p, token = ARGV[1], ARGV[2]
 local lease_ms, retention_ms, n_items = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local i = 6
-local tainted, results, seen, touched = {}, {}, {}, {}
+local tainted, results, seen, touched, appended = {}, {}, {}, {}, {}
 local function touch(r)
   if not seen[r] then seen[r] = true; touched[#touched + 1] = r end
 end
@@ -95,6 +101,7 @@ for item = 1, n_items do
     for _ = 1, n_writes do
       redis.call('SET', p .. $STATE .. ARGV[i], ARGV[i + 1])
       redis.call('RPUSH', p .. $OUTBOX .. ARGV[i], ARGV[i + 2])
+      appended[ARGV[i]] = (appended[ARGV[i]] or 0) + 1
       touch(ARGV[i])
       i = i + 3
     end
@@ -107,7 +114,7 @@ for item = 1, n_items do
   end
 end
 for k = i + 1, i + tonumber(ARGV[i]) do touch(ARGV[k]) end
-local claimed, blocked = claim(p, token, lease_ms, touched)
+local claimed, blocked = claim(p, token, lease_ms, touched, appended)
 return {results, claimed, blocked}
 """
 )
@@ -222,7 +229,14 @@ class RedisStore:
         with metrics.REDIS_SECONDS.labels("apply").time():
             results, claimed, blocked = await self._apply(args=args)
         await self._wait_for_replicas()
-        return [r == 1 for r in results], _claimed(claimed, blocked)
+        applied = [r == 1 for r in results]
+        # The script returns the events older than this call's; ours follow them, in item order.
+        ours: dict[str, list[bytes]] = defaultdict(list)
+        for item, ok in zip(items, applied, strict=True):
+            if ok:
+                for rating, _, payload in item.writes:
+                    ours[rating].append(payload)
+        return applied, _claimed(claimed, blocked, ours)
 
     async def claim(self, ratings: Iterable[str]) -> Claimed:
         return (await self.apply((), ratings))[1]
@@ -255,6 +269,9 @@ class RedisStore:
             await asyncio.sleep(0.1)
 
 
-def _claimed(claimed: list[Any], blocked: list[bytes]) -> Claimed:
-    outboxes = {claimed[i].decode(): list(claimed[i + 1]) for i in range(0, len(claimed), 2)}
+def _claimed(claimed: list[Any], blocked: list[bytes], ours: dict[str, list[bytes]]) -> Claimed:
+    outboxes = {}
+    for i in range(0, len(claimed), 2):
+        rating = claimed[i].decode()
+        outboxes[rating] = [*claimed[i + 1], *ours.get(rating, ())]
     return Claimed(outboxes, [b.decode() for b in blocked])
