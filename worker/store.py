@@ -26,6 +26,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgpack
 from redis.asyncio import Redis
 
 from worker import keys, metrics
@@ -33,16 +34,16 @@ from worker.rules.state import UNSEEN, RatingState
 from worker.state_codec import decode_state
 
 _READ = """
-local p, n = ARGV[1], tonumber(ARGV[2])
+local p, ratings, games = ARGV[1], cmsgpack.unpack(ARGV[2]), cmsgpack.unpack(ARGV[3])
 local out = {}
-for i = 3, 2 + n do
-  out[#out + 1] = redis.call('GET', p .. $STATE .. ARGV[i])
-  out[#out + 1] = redis.call('LLEN', p .. $OUTBOX .. ARGV[i])
+for _, r in ipairs(ratings) do
+  out[#out + 1] = redis.call('GET', p .. $STATE .. r)
+  out[#out + 1] = redis.call('LLEN', p .. $OUTBOX .. r)
 end
-for i = 3 + n, #ARGV do
-  out[#out + 1] = redis.call('GET', p .. $GAME .. ARGV[i])
+for _, g in ipairs(games) do
+  out[#out + 1] = redis.call('GET', p .. $GAME .. g)
 end
-return out
+return cmsgpack.pack(out)
 """
 
 _CLAIM = """
@@ -74,8 +75,9 @@ _APPLY = (
     _CLAIM
     + """
 local p, token = ARGV[1], ARGV[2]
-local lease_ms, retention_ms, n_items = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local i = 6
+local lease_ms, retention_ms = tonumber(ARGV[3]), tonumber(ARGV[4])
+-- Items: {game_id, digest, {rating, seq read, ...}, {{rating, state, event}, ...}}.
+local items, flush = cmsgpack.unpack(ARGV[5]), cmsgpack.unpack(ARGV[6])
 local tainted, results, seen, touched, appended = {}, {}, {}, {}, {}
 local function touch(r)
   if not seen[r] then seen[r] = true; touched[#touched + 1] = r end
@@ -85,35 +87,28 @@ local function seq_of(r)
   if not v then return 0 end
   return tonumber(string.match(v, '^(%d+)'))
 end
-for item = 1, n_items do
-  local game_id, digest, n_reads = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2])
-  local reads_at = i + 3
-  i = reads_at
+for n, item in ipairs(items) do
+  local game_id, digest, reads, writes = item[1], item[2], item[3], item[4]
   local ok = true
-  for _ = 1, n_reads do
-    if tainted[ARGV[i]] or seq_of(ARGV[i]) ~= tonumber(ARGV[i + 1]) then ok = false end
-    i = i + 2
+  for k = 1, #reads, 2 do
+    if tainted[reads[k]] or seq_of(reads[k]) ~= reads[k + 1] then ok = false end
   end
   if ok and game_id ~= '' and redis.call('EXISTS', p .. $GAME .. game_id) == 1 then ok = false end
-  local n_writes = tonumber(ARGV[i])
-  i = i + 1
   if ok then
-    for _ = 1, n_writes do
-      redis.call('SET', p .. $STATE .. ARGV[i], ARGV[i + 1])
-      redis.call('RPUSH', p .. $OUTBOX .. ARGV[i], ARGV[i + 2])
-      appended[ARGV[i]] = (appended[ARGV[i]] or 0) + 1
-      touch(ARGV[i])
-      i = i + 3
+    for _, w in ipairs(writes) do
+      redis.call('SET', p .. $STATE .. w[1], w[2])
+      redis.call('RPUSH', p .. $OUTBOX .. w[1], w[3])
+      appended[w[1]] = (appended[w[1]] or 0) + 1
+      touch(w[1])
     end
     if game_id ~= '' then redis.call('SET', p .. $GAME .. game_id, digest, 'PX', retention_ms) end
-    results[item] = 1
+    results[n] = 1
   else
-    for k = 0, n_reads - 1 do tainted[ARGV[reads_at + 2 * k]] = true end
-    i = i + 3 * n_writes
-    results[item] = 0
+    for k = 1, #reads, 2 do tainted[reads[k]] = true end
+    results[n] = 0
   end
 end
-for k = i + 1, i + tonumber(ARGV[i]) do touch(ARGV[k]) end
+for _, r in ipairs(flush) do touch(r) end
 local claimed, blocked = claim(p, token, lease_ms, touched, appended)
 return {results, claimed, blocked}
 """
@@ -121,19 +116,22 @@ return {results, claimed, blocked}
 
 _ACK = """
 local p, token, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
+-- Sent: {rating, event sent, 1 to release the lease or 0 to renew it, ...}.
+local sent = cmsgpack.unpack(ARGV[4])
 local lost = {}
-for i = 4, #ARGV, 3 do
-  local lease = p .. $LEASE .. ARGV[i]
+for i = 1, #sent, 3 do
+  local r = sent[i]
+  local lease = p .. $LEASE .. r
   if redis.call('GET', lease) == token then
-    local outbox = p .. $OUTBOX .. ARGV[i]
-    if redis.call('LINDEX', outbox, 0) == ARGV[i + 1] then redis.call('LPOP', outbox) end
-    if ARGV[i + 2] == '1' then
+    local outbox = p .. $OUTBOX .. r
+    if redis.call('LINDEX', outbox, 0) == sent[i + 1] then redis.call('LPOP', outbox) end
+    if sent[i + 2] == 1 then
       redis.call('DEL', lease)
     else
       redis.call('PEXPIRE', lease, lease_ms)
     end
   else
-    lost[#lost + 1] = ARGV[i]
+    lost[#lost + 1] = r
   end
 end
 return lost
@@ -201,31 +199,24 @@ class RedisStore:
 
     async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot:
         with metrics.REDIS_SECONDS.labels("read").time():
-            reply = await self._read(args=[self.prefix, len(ratings), *ratings, *game_ids])
+            packed = await self._read(args=[self.prefix, _pack(ratings), _pack(game_ids)])
+        reply = msgpack.unpackb(packed, raw=True)  # a missing key is `false`
         states, unconfirmed = {}, {}
         for n, rating in enumerate(ratings):
             value, pending = reply[2 * n], reply[2 * n + 1]
-            states[rating] = UNSEEN if value is None else decode_state(value)
+            states[rating] = decode_state(value) if value else UNSEEN
             unconfirmed[rating] = int(pending)
         records = {}
         for n, game_id in enumerate(game_ids):
             value = reply[2 * len(ratings) + n]
-            if value is not None:
+            if value is not False:
                 records[game_id] = bytes.fromhex(value.decode())
         return Snapshot(states, unconfirmed, records)
 
     async def apply(self, items: Sequence[Write], flush: Iterable[str] = ()) -> tuple[list[bool], Claimed]:
         """Apply what still checks out, in order; claim the touched outboxes (and `flush`)."""
-        args: list[Any] = [self.prefix, self.token, self.lease_ms, self.retention_ms, len(items)]
-        for item in items:
-            args += [item.game_id, item.digest.hex(), len(item.reads)]
-            for rating, seq in item.reads:
-                args += [rating, seq]
-            args.append(len(item.writes))
-            for rating, state, payload in item.writes:
-                args += [rating, state, payload]
-        flush = list(flush)
-        args += [len(flush), *flush]
+        packed = _pack([(i.game_id, i.digest.hex(), [x for read in i.reads for x in read], i.writes) for i in items])
+        args: list[Any] = [self.prefix, self.token, self.lease_ms, self.retention_ms, packed, _pack(list(flush))]
         with metrics.REDIS_SECONDS.labels("apply").time():
             results, claimed, blocked = await self._apply(args=args)
         await self._wait_for_replicas()
@@ -253,11 +244,9 @@ class RedisStore:
         """
         if not sent:
             return []
-        args: list[Any] = [self.prefix, self.token, self.lease_ms]
-        for rating, payload in sent.items():
-            args += [rating, payload, 0 if rating in keep else 1]
+        flat = [x for rating, payload in sent.items() for x in (rating, payload, 0 if rating in keep else 1)]
         with metrics.REDIS_SECONDS.labels("ack").time():
-            lost = await self._ack(args=args)
+            lost = await self._ack(args=[self.prefix, self.token, self.lease_ms, _pack(flat)])
         return [r.decode() for r in lost]
 
     async def _wait_for_replicas(self) -> None:
@@ -267,6 +256,14 @@ class RedisStore:
             if int(acknowledged) >= self.wait_replicas:
                 return
             await asyncio.sleep(0.1)
+
+
+def _pack(value: object) -> bytes:
+    """A script's batch as one argument, in MessagePack (Redis's Lua has `cmsgpack`): one
+    argument instead of thousands, which redis-py would encode one by one in Python. Bytes go
+    as MessagePack's raw strings, which Redis's `cmsgpack` reads (it has no `bin` type)."""
+    packed: bytes = msgpack.packb(value, use_bin_type=False)
+    return packed
 
 
 def _claimed(claimed: list[Any], blocked: list[bytes], ours: dict[str, list[bytes]]) -> Claimed:
