@@ -321,6 +321,7 @@ class Latency:
     p50_ms: float
     p99_ms: float
     p999_ms: float
+    behind_s: float  # from the end of the load to all of it committed: > ~1 s, the consumer fell behind
     own: tuple[float, float, float] | None = None  # the worker's histogram: p50, p99, p99.9 in ms
 
 
@@ -399,6 +400,18 @@ class TickHook:
             self.samples.append((elapsed, memory_kib(self.pid, "VmRSS")))
 
 
+def slow_moments(sent: dict[str, float], seen: dict[str, float], start: float) -> list[str]:
+    """When the games slower than 100 ms were offered: 'from s-to s: max ms', seconds into the run."""
+    slow = sorted((t - start, (seen[g] - t) * 1000) for g, t in sent.items() if g in seen and seen[g] - t > 0.1)
+    moments: list[list[float]] = []
+    for at, wait in slow:
+        if moments and at - moments[-1][1] < 1.0:
+            moments[-1][1], moments[-1][2] = at, max(moments[-1][2], wait)
+        else:
+            moments.append([at, at, wait])
+    return [f"{a:.1f}-{b:.1f} s: {w:.0f} ms" for a, b, w in moments]
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -428,13 +441,16 @@ async def run_latency(
                 await committed.wait_for(len(ready), timeout=120)
                 before = end_to_end_buckets(ports[0]) if ports else {}
                 sent = await steady(stack.bootstrap, lines, rate, seconds)
+                load_end = time.monotonic()
                 await committed.wait_for(len(ready) + len(sent), timeout=300)
+                behind = time.monotonic() - load_end
                 after = end_to_end_buckets(ports[0]) if ports else {}
                 await asyncio.sleep(0.5)  # the probe's last fetch
             finally:
                 await probe.stop()
         first = min(sent.values()) + warmup
         waits = [(probe.seen[g] - t) * 1000 for g, t in sent.items() if g in probe.seen and t >= first]
+        _progress(f"  slow moments (> 100 ms): {slow_moments(sent, probe.seen, first)}")
         own = None
         if ports:
             own = (
@@ -443,7 +459,7 @@ async def run_latency(
                 histogram_quantile(0.999, before, after) * 1000,
             )
         p50, p99, p999 = (percentile(waits, q) for q in (0.5, 0.99, 0.999))
-        return Latency(rate, len(waits), p50, p99, p999, own)
+        return Latency(rate, len(waits), p50, p99, p999, behind, own)
 
 
 @dataclass
