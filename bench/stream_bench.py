@@ -653,9 +653,8 @@ async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) ->
 
 
 async def latency_part(args: argparse.Namespace, workdir: Path, seed_csv: Path, naive_rate: float) -> None:
-    rows = [
-        ["consumer", "offered games/s", "games measured", "p50 ms", "p99 ms", "p99.9 ms", "worker's own p50/p99/p99.9"]
-    ]
+    header = ["consumer", "offered games/s", "games measured", "p50 ms", "p99 ms", "p99.9 ms"]
+    rows = [[*header, "worker's own p50/p99/p99.9 ms", "done after the load (s)"]]
     runs: list[tuple[str, str, float, dict[str, object]]] = [
         (f"ceiling (fetch wait {TANSU_FETCH_WAIT_MS} ms)", "ceiling", args.rate, {}),
         (f"naive (fetch wait {TANSU_FETCH_WAIT_MS} ms)", "naive", naive_rate, {}),
@@ -668,7 +667,8 @@ async def latency_part(args: argparse.Namespace, workdir: Path, seed_csv: Path, 
         lat = await run_latency(workdir, kind, lines, seed_csv, rate, args.latency_seconds, settings=settings)
         percentiles = [f"{lat.p50_ms:.1f}", f"{lat.p99_ms:.1f}", f"{lat.p999_ms:.1f}"]
         own = "-" if lat.own is None else "/".join(f"{v:.1f}" for v in lat.own)
-        rows.append([name, f"{lat.offered_per_s:,.0f}", str(lat.samples), *percentiles, own])
+        done = f"{lat.behind_s:.1f}"
+        rows.append([name, f"{lat.offered_per_s:,.0f}", str(lat.samples), *percentiles, own, done])
     print(
         "\nEnd-to-end latency at a steady load (input timestamp -> the game's first output record read by a probe;"
         "\nthe worker's own: input timestamp -> its batch's events acknowledged, from its histogram's buckets):"
