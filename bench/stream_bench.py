@@ -390,15 +390,28 @@ async def steady(
 
 
 class TickHook:
-    """Samples a process's RSS every `every` seconds of the steady load."""
+    """Samples a process's RSS (and the broker's CPU time) every `every` seconds of the steady load."""
 
-    def __init__(self, pid: int, every: float) -> None:
-        self.pid, self.every = pid, every
+    def __init__(self, pid: int, every: float, broker: int) -> None:
+        self.pid, self.every, self.broker = pid, every, broker
         self.samples: list[tuple[float, int]] = []
+        self.broker_cpu: list[tuple[float, float]] = []
 
     def __call__(self, elapsed: float) -> None:
         if not self.samples or elapsed - self.samples[-1][0] >= self.every:
             self.samples.append((elapsed, memory_kib(self.pid, "VmRSS")))
+            self.broker_cpu.append((elapsed, cpu_seconds(self.broker)))
+
+    def broker_share(self, window: float = 60.0) -> tuple[float, float]:
+        """The share of a core the broker used in the first and in the last `window` seconds."""
+
+        def share(a: tuple[float, float], b: tuple[float, float]) -> float:
+            return (b[1] - a[1]) / max(b[0] - a[0], 1e-9)
+
+        cpu = self.broker_cpu
+        first = next((c for c in cpu if c[0] >= window), cpu[-1])
+        last = next((c for c in cpu if c[0] >= cpu[-1][0] - window), cpu[0])
+        return share(cpu[0], first), share(last, cpu[-1])
 
 
 def slow_moments(sent: dict[str, float], seen: dict[str, float], start: float) -> list[str]:
@@ -467,10 +480,12 @@ async def run_latency(
 class Soak:
     seconds: float
     rate: float
+    rss_start_mib: float
     rss_warm_mib: float
     rss_end_mib: float
     rss_max_mib: float
     warmup: float
+    broker_cpu: tuple[float, float]  # share of a core the broker used, first and last minute
 
     @property
     def growth(self) -> float:
@@ -482,15 +497,15 @@ async def run_soak(workdir: Path, lines: Iterator[bytes], seed_csv: Path, rate: 
     with stack_in(workdir) as stack:
         await stack.start(seed_csv)
         stack.start_workers(1)  # as shipped: latency is not measured here
-        hook = TickHook(stack.consumers[0].pid, every=5.0)
+        assert stack.broker.process is not None
+        hook = TickHook(stack.consumers[0].pid, every=5.0, broker=stack.broker.process.pid)
         sent = await steady(stack.bootstrap, lines, rate, seconds, hook)
         async with Committed(stack.bootstrap) as committed:
             await committed.wait_for(len(sent), timeout=300)
         hook(seconds + hook.every)
         warm = next(rss for t, rss in hook.samples if t >= warmup)
-        return Soak(
-            seconds, rate, warm / 1024, hook.samples[-1][1] / 1024, max(r for _, r in hook.samples) / 1024, warmup
-        )
+        rss = [r / 1024 for _, r in hook.samples]
+        return Soak(seconds, rate, rss[0], warm / 1024, rss[-1], max(rss), warmup, hook.broker_share())
 
 
 # --- the two comparison consumers (child processes) ------------------------------------------------
@@ -620,9 +635,11 @@ async def bench(args: argparse.Namespace) -> None:
         _progress(f"soak: worker x1 at {args.rate:.0f} games/s for {args.soak_seconds:.0f} s")
         soak = await run_soak(workdir, workload(args.players, 10**9), seed_csv, args.rate, args.soak_seconds)
         print(
-            f"\nsoak: worker x1 at {soak.rate:.0f} games/s for {soak.seconds:.0f} s: RSS {soak.rss_warm_mib:.1f} MiB "
-            f"after {soak.warmup:.0f} s of warm-up, {soak.rss_end_mib:.1f} MiB at the end "
-            f"({soak.growth * 100:+.1f}%), at most {soak.rss_max_mib:.1f} MiB"
+            f"\nsoak: worker x1 at {soak.rate:.0f} games/s for {soak.seconds:.0f} s: RSS {soak.rss_start_mib:.1f} MiB "
+            f"at the start, {soak.rss_warm_mib:.1f} MiB after {soak.warmup:.0f} s of warm-up, "
+            f"{soak.rss_end_mib:.1f} MiB at the end ({soak.growth * 100:+.1f}% after warm-up), at most "
+            f"{soak.rss_max_mib:.1f} MiB; the broker used {soak.broker_cpu[0]:.0%} of a core in the first "
+            f"minute, {soak.broker_cpu[1]:.0%} in the last"
         )
     print(f"(machine: {os.cpu_count()} cores, Python {sys.version.split()[0]})")
 
