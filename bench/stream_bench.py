@@ -392,15 +392,38 @@ async def steady(
 class TickHook:
     """Samples a process's RSS (and the broker's CPU time) every `every` seconds of the steady load."""
 
-    def __init__(self, pid: int, every: float, broker: int) -> None:
-        self.pid, self.every, self.broker = pid, every, broker
+    def __init__(self, pid: int, every: float, broker: int, metrics_port: int) -> None:
+        self.pid, self.every, self.broker, self.port = pid, every, broker, metrics_port
         self.samples: list[tuple[float, int]] = []
         self.broker_cpu: list[tuple[float, float]] = []
+        self.batches: list[tuple[float, float, float]] = []  # (elapsed, games consumed, batches)
 
     def __call__(self, elapsed: float) -> None:
         if not self.samples or elapsed - self.samples[-1][0] >= self.every:
             self.samples.append((elapsed, memory_kib(self.pid, "VmRSS")))
             self.broker_cpu.append((elapsed, cpu_seconds(self.broker)))
+            totals = {"rating_games_consumed_total": 0.0, "rating_batch_processing_seconds_count": 0.0}
+            try:
+                lines = scrape(self.port)
+            except OSError:
+                return  # the worker is still starting
+            for line in lines:
+                name, _, value = line.partition(" ")
+                if name in totals:
+                    totals[name] = float(value)
+            games, batches = totals.values()
+            self.batches.append((elapsed, games, batches))
+
+    def batch_sizes(self, window: float = 60.0) -> tuple[float, float]:
+        """Mean games per batch of the worker in the first and in the last `window` seconds."""
+
+        def mean(a: tuple[float, float, float], b: tuple[float, float, float]) -> float:
+            return (b[1] - a[1]) / max(b[2] - a[2], 1.0)
+
+        seen = self.batches
+        first = next((b for b in seen if b[0] >= window), seen[-1])
+        last = next((b for b in seen if b[0] >= seen[-1][0] - window), seen[0])
+        return mean(seen[0], first), mean(last, seen[-1])
 
     def broker_share(self, window: float = 60.0) -> tuple[float, float]:
         """The share of a core the broker used in the first and in the last `window` seconds."""
@@ -486,6 +509,7 @@ class Soak:
     rss_max_mib: float
     warmup: float
     broker_cpu: tuple[float, float]  # share of a core the broker used, first and last minute
+    batch_sizes: tuple[float, float]  # mean games per batch of the worker, first and last minute
 
     @property
     def growth(self) -> float:
@@ -496,16 +520,18 @@ async def run_soak(workdir: Path, lines: Iterator[bytes], seed_csv: Path, rate: 
     warmup = min(60.0, seconds / 5)
     with stack_in(workdir) as stack:
         await stack.start(seed_csv)
-        stack.start_workers(1)  # as shipped: latency is not measured here
+        port = stack.start_workers(1)[0]  # as shipped: latency is not measured here
         assert stack.broker.process is not None
-        hook = TickHook(stack.consumers[0].pid, every=5.0, broker=stack.broker.process.pid)
+        hook = TickHook(stack.consumers[0].pid, every=5.0, broker=stack.broker.process.pid, metrics_port=port)
         sent = await steady(stack.bootstrap, lines, rate, seconds, hook)
         async with Committed(stack.bootstrap) as committed:
             await committed.wait_for(len(sent), timeout=300)
         hook(seconds + hook.every)
         warm = next(rss for t, rss in hook.samples if t >= warmup)
         rss = [r / 1024 for _, r in hook.samples]
-        return Soak(seconds, rate, rss[0], warm / 1024, rss[-1], max(rss), warmup, hook.broker_share())
+        return Soak(
+            seconds, rate, rss[0], warm / 1024, rss[-1], max(rss), warmup, hook.broker_share(), hook.batch_sizes()
+        )
 
 
 # --- the two comparison consumers (child processes) ------------------------------------------------
@@ -639,7 +665,8 @@ async def bench(args: argparse.Namespace) -> None:
             f"at the start, {soak.rss_warm_mib:.1f} MiB after {soak.warmup:.0f} s of warm-up, "
             f"{soak.rss_end_mib:.1f} MiB at the end ({soak.growth * 100:+.1f}% after warm-up), at most "
             f"{soak.rss_max_mib:.1f} MiB; the broker used {soak.broker_cpu[0]:.0%} of a core in the first "
-            f"minute, {soak.broker_cpu[1]:.0%} in the last"
+            f"minute, {soak.broker_cpu[1]:.0%} in the last; the worker's batches held {soak.batch_sizes[0]:.0f} "
+            f"games on average in the first minute, {soak.batch_sizes[1]:.0f} in the last"
         )
     print(f"(machine: {os.cpu_count()} cores, Python {sys.version.split()[0]})")
 
