@@ -493,6 +493,7 @@ class Proxy:
 
         def serve() -> None:
             self.loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self.loop)  # this thread's loop, for the shutdown's gather()
             server = self.loop.run_until_complete(asyncio.start_server(self._connection, "127.0.0.1", self.port))
             self.port = server.sockets[0].getsockname()[1]
             ready.set()
@@ -501,7 +502,8 @@ class Proxy:
             pending = asyncio.all_tasks(self.loop)
             for task in pending:
                 task.cancel()
-            self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            if pending:
+                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             self.loop.close()
 
         self.thread = threading.Thread(target=serve, name="fault-proxy", daemon=True)
