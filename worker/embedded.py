@@ -74,9 +74,15 @@ class Broker:
 
     def start(self) -> "Broker":
         url = f"tcp://127.0.0.1:{self.port}"
-        advertised = f"tcp://127.0.0.1:{self.advertised_port or self.port}"
         self.process = subprocess.Popen(
-            [str(tansu_binary()), "broker", "--listener-url", url, "--advertised-listener-url", advertised],
+            [
+                str(tansu_binary()),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                f"tcp://{self.bootstrap}",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env={**os.environ, "RUST_LOG": "error"},

@@ -22,6 +22,8 @@ from schemas.rating_changed import RatingChanged
 from worker import keys
 from worker.connections import make_redis
 from worker.engine import RESTORED
+from worker.events import rating_key
+from worker.rules.categories import Category
 from worker.rules.state import QualifyingGame, RatingState
 from worker.settings import WorkerSettings
 from worker.state_codec import encode_state
@@ -69,7 +71,7 @@ async def read_changelog(
             if record.value is None:
                 continue
             event = RatingChanged.model_validate_json(record.value)
-            key = f"{event.player_id}/{event.category}"
+            key = rating_key(event.player_id, Category(event.category))
             if key not in latest or event.seq > latest[key].seq:
                 latest[key] = state_of(event)
             if event.game_id is not None:

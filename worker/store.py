@@ -204,7 +204,7 @@ class RedisStore:
         states, unconfirmed = {}, {}
         for n, rating in enumerate(ratings):
             value, pending = reply[2 * n], reply[2 * n + 1]
-            states[rating] = decode_state(value) if value else UNSEEN
+            states[rating] = UNSEEN if value is False else decode_state(value)
             unconfirmed[rating] = int(pending)
         records = {}
         for n, game_id in enumerate(game_ids):

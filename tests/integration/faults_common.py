@@ -232,16 +232,6 @@ def describe(seconds: float | None) -> str:
     return "never" if seconds is None else f"{seconds:.1f} s"
 
 
-async def end_offsets(stack: Stack, produced: int) -> dict[int, int]:
-    """Each games partition's end, from its records: the topic must hold exactly what was produced."""
-    records = await read_topic(stack.broker.bootstrap, stack.games_topic, produced, timeout=30, idle=0.5)
-    assert len(records) == produced, f"{len(records)} records in {stack.games_topic}, {produced} produced"
-    end: dict[int, int] = defaultdict(int)
-    for r in records:
-        end[r.partition] = max(end[r.partition], r.offset + 1)
-    return dict(end)
-
-
 def drop_stale_copies(records: list[Record]) -> tuple[list[Record], int]:
     """Byte-identical copies that came after a newer event of their key, which the contract allows
     only when a send was delayed beyond the publication lease (a frozen process or broker)."""

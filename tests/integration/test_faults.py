@@ -53,7 +53,6 @@ from tests.integration.faults_common import (
     chunked,
     copies_context,
     describe,
-    end_offsets,
     kafka_client_id,
     keyed_messages,
     live,
@@ -62,7 +61,7 @@ from tests.integration.faults_common import (
     signal_when_publishing,
     thaw_process,
 )
-from tests.integration.test_replicas import seeded_simulation
+from tests.integration.test_replicas import end_offsets, seeded_simulation
 from worker.connections import KAFKA_CLIENT_ID
 from worker.embedded import Broker
 from worker.store import _ACK
