@@ -5,9 +5,10 @@ import asyncio
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from pydantic import ValidationError
 
@@ -22,10 +23,34 @@ if TYPE_CHECKING:
     from worker.settings import WorkerSettings
 
 USAGE_ERROR = 2
+FAILED = 1  # a one-shot command that could not finish: a dependency unreachable, or stopped
+T = TypeVar("T")
 
 
 class UsageError(Exception):
     """Arguments, settings or files that cannot be used: reported in one line, exit status 2."""
+
+
+class CommandFailed(Exception):
+    """A one-shot command could not finish (Kafka or Redis unreachable, interrupted): one line, status 1."""
+
+
+def _one_shot(settings: "WorkerSettings", command: "Callable[[], Awaitable[T]]") -> T:
+    """Run a one-shot command against Kafka and Redis (see `worker.service.run_command`)."""
+    from worker.rebuild import NotReady  # noqa: PLC0415
+    from worker.retry import Unreachable, transient  # noqa: PLC0415
+    from worker.service import run_command  # noqa: PLC0415
+
+    try:
+        return run_command(settings, command)
+    except (Unreachable, NotReady) as e:
+        raise CommandFailed(str(e)) from None
+    except asyncio.CancelledError:
+        raise CommandFailed("interrupted (re-running it is safe: it does what is left)") from None
+    except Exception as e:
+        if transient(e):  # a dependency failed past the retried calls: still one line
+            raise CommandFailed(f"Kafka or Redis failed ({type(e).__name__}: {e}); re-running it is safe") from None
+        raise
 
 
 class _Parser(argparse.ArgumentParser):
@@ -110,7 +135,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         rows = read_seed_file(args.seed)
     except SeedFileError as e:
         raise UsageError(str(e)) from None
-    counts, refused = asyncio.run(import_ratings(settings, rows, args.force))
+    counts, refused = _one_shot(settings, lambda: import_ratings(settings, rows, args.force))
     for rating in refused:
         print(f"refused: {rating} already has state (use --force to overwrite it)", file=sys.stderr)
     summary = ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))
@@ -128,23 +153,29 @@ def cmd_topics(args: argparse.Namespace) -> int:
     from worker.topics import create  # noqa: PLC0415
 
     settings = _worker_settings()
-    created = asyncio.run(create(settings, args.partitions, args.replication))
+    created = _one_shot(settings, lambda: create(settings, args.partitions, args.replication))
     print(f"topics: created {', '.join(created) or 'none (all exist)'}", file=sys.stderr)
     return 0
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
     from worker.logs import configure_logging  # noqa: PLC0415
-    from worker.restore import run  # noqa: PLC0415
+    from worker.restore import restore  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
-    report = run(settings, args.force, lambda line: print(line, file=sys.stderr))
-    for rating in report.refused:
-        print(f"refused: {rating} has another state in Redis (use --force to overwrite it)", file=sys.stderr)
+    report = _one_shot(settings, lambda: restore(settings, args.force, lambda line: print(line, file=sys.stderr)))
+    for refusal in report.refused:
+        print(f"refused: {refusal} (use --force to write the topic's state over it)", file=sys.stderr)
+    for game in report.partial:
+        print(f"partial: {game}; run rebuild and switch-over to give it back", file=sys.stderr)
     print(
-        f"restore: {report.written} states written, {report.unchanged} unchanged, {len(report.refused)} refused; "
-        f"{report.games_recorded} game records added",
+        f"restore: {report.written} states written ({report.forced} forced), {report.unchanged} unchanged, "
+        f"{report.ahead} ahead of the topic by their outbox (left for the workers to publish), "
+        f"{len(report.refused)} refused; {report.trimmed} published outbox events removed, "
+        f"{report.leases_cleared} leases cleared; {report.games_recorded} game records added; "
+        f"{len(report.partial)} games with a lost event; "
+        + ("the store is trusted" if report.trusted else "the store stays untrusted until nothing is refused"),
         file=sys.stderr,
     )
     return 1 if report.refused else 0
@@ -152,7 +183,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
     from worker.logs import configure_logging  # noqa: PLC0415
-    from worker.rebuild import run_rebuild  # noqa: PLC0415
+    from worker.rebuild import check_prefix, rebuild  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
@@ -160,23 +191,36 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
         seeds = read_seed_file(args.seed) if args.seed else []
     except SeedFileError as e:
         raise UsageError(str(e)) from None
-    if args.prefix == settings.redis_key_prefix:
-        raise UsageError("--prefix must differ from RATING_REDIS_KEY_PREFIX: the rebuild never touches live state")
-    report = run_rebuild(settings, seeds, args.prefix, args.force, lambda line: print(line, file=sys.stderr))
+    try:
+        check_prefix(args.prefix, settings.redis_key_prefix)
+    except ValueError as e:
+        raise UsageError(f"--prefix: {e}") from None
+    say = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    report = _one_shot(settings, lambda: rebuild(settings, seeds, args.prefix, args.force, say))
     return 1 if report.refused else 0
 
 
 def cmd_switch_over(args: argparse.Namespace) -> int:
     from worker.logs import configure_logging  # noqa: PLC0415
-    from worker.rebuild import run_switch_over  # noqa: PLC0415
+    from worker.rebuild import check_prefix, switch_over  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
-    report = run_switch_over(settings, args.prefix, lambda line: print(line, file=sys.stderr))
+    try:
+        check_prefix(args.prefix, settings.redis_key_prefix)
+    except ValueError as e:
+        raise UsageError(f"--prefix: {e}") from None
+    report = _one_shot(settings, lambda: switch_over(settings, args.prefix, lambda line: print(line, file=sys.stderr)))
     for rating in report.unrated:
         print(f"not switched: {rating} is unrated in the rebuild (an imported event needs a rating)", file=sys.stderr)
-    print(f"switch-over: {report.switched} imported events published", file=sys.stderr)
-    return 0
+    for rating in report.moving:
+        print(f"not switched: {rating} changed in each of its rounds; run switch-over again", file=sys.stderr)
+    print(
+        f"switch-over: {report.differing} ratings differed; {report.switched} imported events published in "
+        f"{report.rounds} rounds; {report.brought_forward} games applied since the rebuild brought forward",
+        file=sys.stderr,
+    )
+    return 1 if report.moving else 0
 
 
 def cmd_schemas(args: argparse.Namespace) -> int:
@@ -277,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"rating-worker: error: {e}", file=sys.stderr)
         return USAGE_ERROR
+    except CommandFailed as e:
+        print(f"rating-worker: error: {e}", file=sys.stderr)
+        return FAILED
     except KeyboardInterrupt:
         return 130
 

@@ -5,14 +5,22 @@ security setting applies to all of them. Secrets come from settings or from file
 in RATING_SECRETS_DIR (see `worker.settings`), and are never logged.
 """
 
+import asyncio
+import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from aiokafka.helpers import create_ssl_context
 from redis.asyncio import Redis
 from redis.asyncio.sentinel import Sentinel
 
-from worker.settings import WorkerSettings
+from worker.settings import WorkerSettings, host_ports, redis_address
 
+log = logging.getLogger(__name__)
+
+# Closing a client that cannot reach its server (a leave-group request to a frozen broker, a
+# producer flushing into an outage) is given this long, then abandoned: the process exits.
+CLOSE_SECONDS = 5.0
 KAFKA_CLIENT_ID = "rating-worker"  # how brokers name this service in their logs, metrics and quotas
 REDIS_SOCKET_TIMEOUT = 5.0  # a Redis call slower than this is treated as an outage and retried
 
@@ -64,10 +72,30 @@ def make_redis(settings: WorkerSettings) -> "Redis":
     if not settings.redis_sentinels:
         return Redis.from_url(url, **options)
     from_url = Redis.from_url(url).connection_pool.connection_kwargs
-    sentinels = [(h, int(p)) for h, _, p in (s.strip().rpartition(":") for s in settings.redis_sentinels.split(","))]
+    sentinels = host_ports(settings.redis_sentinels)
     sentinel = Sentinel(sentinels, socket_timeout=REDIS_SOCKET_TIMEOUT)  # type: ignore[no-untyped-call]
     options.setdefault("password", from_url.get("password"))
     options.setdefault("username", from_url.get("username"))
     # The primary is looked up again on every reconnection, so a failover is followed.
     primary: Redis = sentinel.master_for(settings.redis_sentinel_service, db=from_url.get("db", 0), **options)
     return primary
+
+
+def addresses(settings: WorkerSettings) -> dict[str, str]:
+    """Where each dependency is, named by the setting that points at it (for retry logs and
+    errors). The Redis URL may hold a password: only its host and port are shown."""
+    if settings.redis_sentinels:
+        redis = f"RATING_REDIS_SENTINELS={settings.redis_sentinels}, service {settings.redis_sentinel_service}"
+    else:
+        redis = f"RATING_REDIS_URL -> {redis_address(settings.redis_url.get_secret_value())}"
+    return {"kafka": f"RATING_KAFKA_BOOTSTRAP_SERVERS={settings.kafka_bootstrap_servers}", "redis": redis}
+
+
+async def close_quietly(*closing: Awaitable[object]) -> None:
+    """Await each close within CLOSE_SECONDS; one that fails or hangs is left behind."""
+    for close in closing:
+        try:
+            async with asyncio.timeout(CLOSE_SECONDS):
+                await close
+        except Exception as e:  # an unreachable server: nothing more to do before exiting
+            log.debug("closing a client failed (%s: %s)", type(e).__name__, e)

@@ -5,6 +5,12 @@ before it in its partition is durable in Redis and its events (or its dead lette
 acknowledged by Kafka. A revocation waits for the batch in flight (bounded), so partitions
 move with everything done committed; past the bound, the batch's effects are idempotent
 and the next owner re-reads the uncommitted records as duplicates.
+
+Watermarks (`worker.store`): the batch's last apply records, per partition, the offset below
+which everything is done. A record consumed below it is a redelivery after a rewind, and is
+taken as a duplicate even if its idempotency record expired (`schedule.Replayed`). A
+partition assigned with no committed offset (the group's offsets expired, or the group was
+renamed) starts at its watermark instead of re-reading the whole topic.
 """
 
 import asyncio
@@ -23,7 +29,9 @@ from worker.decode import BadInput, ErrorKind, decode_game
 from worker.engine import GameOutcome, Verdict
 from worker.health import Health
 from worker.pipeline import Pipeline
-from worker.schedule import Item
+from worker.retry import REDIS_READ, retrying
+from worker.schedule import Item, Replayed, game_of
+from worker.store import Watermark
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +41,9 @@ log = logging.getLogger(__name__)
 REVOKE_DRAIN_SECONDS = 10.0
 LAG_INTERVAL = 1.0  # seconds between lag samples
 FETCH_TIMEOUT_MS = 200  # how long an idle getmany waits: bounds how late a stop is noticed
+# Reading the watermarks inside a rebalance callback holds up the whole group's rebalance:
+# past this, the partitions start without them, and the first batch reads them (retrying).
+ASSIGN_READ_SECONDS = 5.0
 
 
 class RatingConsumer:
@@ -56,6 +67,7 @@ class RatingConsumer:
         self.committed: dict[TopicPartition, int] = {}  # next offset, as committed by us (or found)
         self.oldest_pending: dict[TopicPartition, float] = {}  # timestamp (s) of the batch in flight
         self.last_done: dict[TopicPartition, float] = {}  # timestamp (s) of the last record committed
+        self.watermarks: dict[TopicPartition, int] = {}  # every record below is done (read from Redis)
 
     def listener(self) -> ConsumerRebalanceListener:
         return _Listener(self)
@@ -108,35 +120,60 @@ class RatingConsumer:
             metrics.IN_FLIGHT.set(0)
         metrics.PROCESSING_SECONDS.observe(time.perf_counter() - started)
 
+    async def load_watermarks(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read the watermarks of `partitions` whose watermark this process does not know yet."""
+        for topic in sorted({tp.topic for tp in partitions if tp not in self.watermarks}):
+            stored = await retrying(REDIS_READ, self.pipeline.store.watermarks, topic)
+            for tp in partitions:
+                if tp.topic == topic:
+                    self.watermarks[tp] = stored.get(tp.partition, 0)
+
     async def _process(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> None:
         items: list[Item] = []
         sources: list[Source] = []  # each item's record, should it become a dead letter
         letters: list[DeadLetter] = []
         metrics.GAMES_CONSUMED.inc(sum(len(records) for records in batches.values()))
+        await self.load_watermarks(batches)
         for tp, records in batches.items():
+            below = self.watermarks.get(tp, 0)
             for record in records:
-                source = Source(tp.topic, tp.partition, record.offset, record.key, record.value, record.timestamp)
+                source = Source(
+                    tp.topic,
+                    tp.partition,
+                    record.offset,
+                    record.key,
+                    record.value,
+                    record.timestamp,
+                    tuple(record.headers or ()),
+                )
                 try:
                     game = decode_game(record.value if record.value is not None else b"", self.max_message_bytes)
                 except BadInput as e:
                     letters.append(DeadLetter(source, e))
                     continue
-                items.append(game)
+                items.append(Replayed(game) if record.offset < below else game)
                 sources.append(source)
-        planned, stats = await self.pipeline.run(items)
+        marks = [Watermark(tp.topic, tp.partition, records[-1].offset + 1) for tp, records in batches.items()]
+        planned, stats = await self.pipeline.run(items, marks)
+        for mark in marks:
+            tp = TopicPartition(mark.topic, mark.partition)
+            self.watermarks[tp] = max(self.watermarks.get(tp, 0), mark.offset)
         published_at = time.time()
         metrics.CAS_CONFLICTS.inc(stats.conflicts)
         metrics.EVENTS_SENT.inc(stats.events_sent)
         tally = _Tally()
+        forgotten = 0
         for p, source in zip(planned, sources, strict=True):
             if not isinstance(p.outcome, GameOutcome):
                 continue
             self.totals[p.outcome.verdict] += 1
             tally.count(p.outcome)
+            forgotten += p.forgotten
             if p.outcome.updates:
                 metrics.END_TO_END_SECONDS.observe(max(0.0, published_at - source.timestamp / 1000))
             if p.outcome.verdict is Verdict.CONFLICT:
-                game_id = getattr(p.item, "game_id", "")
+                conflicting = game_of(p.item)
+                game_id = "" if conflicting is None else conflicting.game_id
                 error = BadInput(
                     ErrorKind.CONFLICTING_DUPLICATE,
                     f"game {game_id} was already recorded with other facts (white, black, result, "
@@ -144,6 +181,13 @@ class RatingConsumer:
                 )
                 letters.append(DeadLetter(source, error))
         tally.add_to_metrics()
+        if forgotten:
+            metrics.BELOW_WATERMARK.inc(forgotten)
+            log.warning(
+                "%d games consumed below their partition's watermark had no idempotency record left: taken as "
+                "duplicates, not applied again (the consumer group was rewound: offsets lost or reset)",
+                forgotten,
+            )
         letters.sort(key=lambda d: (d.source.partition, d.source.offset))  # in the order they came
         await self.dead_letters.send(letters)
         await self.commit({tp: records[-1].offset + 1 for tp, records in batches.items()})
@@ -220,10 +264,29 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is
         log.info("partitions assigned: %s", sorted(str(tp) for tp in assigned))
         metrics.REBALANCES.inc()
         metrics.PARTITIONS_ASSIGNED.set(len(assigned))
-        self.consumer.health.assigned({tp.partition for tp in assigned}, time.monotonic())
-        for tp in assigned:  # where this owner starts: the group's committed offset
+        worker = self.consumer
+        worker.health.assigned({tp.partition for tp in assigned}, time.monotonic())
+        # Another owner may have moved them on since we last held them: read them again.
+        worker.watermarks = {tp: w for tp, w in worker.watermarks.items() if tp not in assigned}
+        try:
+            async with asyncio.timeout(ASSIGN_READ_SECONDS):
+                await worker.load_watermarks(assigned)
+        except TimeoutError:
+            log.warning("watermarks not read at assignment (Redis slow or away); the first batch reads them")
+        for tp in sorted(assigned):  # where this owner starts: the group's committed offset
             try:
-                offset = await self.consumer.consumer.committed(tp)
+                offset = await worker.consumer.committed(tp)
             except KafkaError:
                 continue
-            self.consumer.committed[tp] = offset or 0
+            watermark = worker.watermarks.get(tp, 0)
+            if offset is None and watermark > 0:
+                worker.consumer.seek(tp, watermark)
+                metrics.OFFSETS_MISSING.inc()
+                log.error(
+                    "%s has no committed offset but Redis has applied it up to %d: starting there, not from the "
+                    "beginning (the group's offsets expired or the group id changed)",
+                    tp,
+                    watermark,
+                )
+                offset = watermark
+            worker.committed[tp] = offset or 0

@@ -4,6 +4,7 @@ The same checks serve the offline replay and the streaming worker, so a message 
 dead-lettered with the same `error.kind` and message whichever of them reads it.
 """
 
+import re
 from enum import StrEnum
 
 from pydantic import ValidationError
@@ -11,6 +12,14 @@ from pydantic import ValidationError
 from schemas.game_finished import GameFinished
 
 MAX_ERRORS_SHOWN = 3  # a message with many bad fields still gets a one-line error
+# The JSON parser turns numbers into Python ints, which refuse more than 4300 digits (Python's
+# guard against quadratic conversions), and reports such a number as "out of range", as if the
+# JSON were malformed. It is valid JSON: such a number is taken for what it is to the schema,
+# not an integer any field takes, so the message is `invalid_schema` (or, in an unknown field,
+# ignored like the rest of that field).
+_OUT_OF_RANGE = "number out of range"
+# A JSON string (skipped whole, escapes included) or a number token longer than 4300 characters.
+_LONG_NUMBER = re.compile(r'"(?:[^"\\]|\\.)*"|(-?[0-9][0-9.eE+-]{4300,})')
 
 
 class ErrorKind(StrEnum):
@@ -41,7 +50,23 @@ def decode_game(value: bytes, max_bytes: int) -> GameFinished:
     try:
         return GameFinished.model_validate_json(text)
     except ValidationError as e:
+        if not _out_of_range(e):
+            raise _classify(e) from None
+    try:  # the same text with each over-long number as a string of the same length
+        return GameFinished.model_validate_json(_LONG_NUMBER.sub(_as_string, text))
+    except ValidationError as e:
         raise _classify(e) from None
+
+
+def _out_of_range(error: ValidationError) -> bool:
+    first = error.errors(include_url=False, include_input=False)[0]
+    return first["type"] == "json_invalid" and _OUT_OF_RANGE in str(first["msg"])
+
+
+def _as_string(match: "re.Match[str]") -> str:
+    number = match.group(1)
+    # Same length, so that a later error's line and column are those of the original text.
+    return match.group(0) if number is None else '"' + "0" * (len(number) - 2) + '"'
 
 
 def _classify(error: ValidationError) -> BadInput:

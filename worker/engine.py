@@ -66,6 +66,7 @@ class SeedVerdict(StrEnum):
     IMPORTED = "imported"
     UNCHANGED = "unchanged"  # the row equals the current state: skipped
     REFUSED = "refused"  # the rating has state and the import was not forced
+    MOVED = "moved"  # the rating changed since the seq the row expected (switch-over): not imported
 
 
 @dataclass(frozen=True, slots=True)

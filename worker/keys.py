@@ -8,6 +8,14 @@ STATE = "s:"  # {prefix}s:{rating} -> the rating's state (string, see worker.sta
 OUTBOX = "o:"  # {prefix}o:{rating} -> list of encoded events written but not yet acknowledged by Kafka
 LEASE = "l:"  # {prefix}l:{rating} -> the token of the process allowed to flush that outbox (expires)
 GAME = "g:"  # {prefix}g:{game_id} -> the game's facts digest (hex), expires after the retention
+# {prefix}w:{topic} -> hash: input partition -> the offset below which every record is applied
+# (or recorded, or dead-lettered); written with the batch's last apply (see worker.store)
+WATERMARK = "w:"
+# {prefix}store -> hash: `epoch` (raised by each restore) and `writes` (raised by each apply that
+# writes): a store that went back in time has lower values than a worker saw (see worker.store)
+STORE = "store"
+# {prefix}untrusted -> why the store refuses work until `rating-worker restore` runs (no expiry)
+UNTRUSTED = "untrusted"
 
 
 def state_key(prefix: str, rating: str) -> str:
@@ -24,3 +32,15 @@ def lease_key(prefix: str, rating: str) -> str:
 
 def game_key(prefix: str, game_id: str) -> str:
     return f"{prefix}{GAME}{game_id}"
+
+
+def watermark_key(prefix: str, topic: str) -> str:
+    return f"{prefix}{WATERMARK}{topic}"
+
+
+def store_key(prefix: str) -> str:
+    return f"{prefix}{STORE}"
+
+
+def untrusted_key(prefix: str) -> str:
+    return f"{prefix}{UNTRUSTED}"

@@ -70,4 +70,17 @@ LAG_SECONDS = Gauge(
 PARTITIONS_ASSIGNED = Gauge("rating_partitions_assigned", "Input partitions this process holds")
 REBALANCES = Counter("rating_rebalances_total", "Partition assignments received")
 LAST_COMMIT = Gauge("rating_last_commit_timestamp_seconds", "Unix time of the last offset commit", ["partition"])
+STORE_UNTRUSTED = Gauge(
+    "rating_store_untrusted",
+    "1 while the Redis store refuses work because it lost acknowledged writes (run rating-worker restore)",
+)
+BELOW_WATERMARK = Counter(
+    "rating_games_below_watermark_total",
+    "Valid input records consumed below their partition's watermark whose idempotency record was gone: "
+    "a rewind (committed offsets lost, a group renamed) that would have applied them twice",
+)
+OFFSETS_MISSING = Counter(
+    "rating_partitions_started_at_watermark_total",
+    "Partitions assigned with no committed offset but a watermark in Redis: started at the watermark",
+)
 BUILD = Info("rating_build", "Version of the worker")

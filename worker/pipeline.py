@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from worker.engine import Engine
 from worker.publish import Publisher
-from worker.retry import retrying
-from worker.schedule import Item, Planned, SeedItem, plan, ratings_read
-from worker.store import Claimed, RedisStore
+from worker.retry import REDIS_ACK, REDIS_APPLY, REDIS_CLAIM, REDIS_READ, retrying
+from worker.schedule import Item, Planned, game_of, plan, ratings_read
+from worker.store import Claimed, RedisStore, Watermark
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,20 @@ class Pipeline:
         self.store = store
         self.publisher = publisher
 
-    async def run(self, items: Sequence[Item]) -> tuple[list[Planned], BatchStats]:
-        """Apply `items` in order; return each item's final plan (what was decided for it)."""
+    async def run(self, items: Sequence[Item], marks: Sequence[Watermark] = ()) -> tuple[list[Planned], BatchStats]:
+        """Apply `items` in order; return each item's final plan (what was decided for it).
+
+        1. Read every state and idempotency record the pending items need (one script call).
+        2. Plan them in order with the engine, each seeing what the earlier ones produced.
+        3. Apply the plans (one script call): each is checked against the seqs it read and
+           the absence of its record; the call that applies every pending item also raises
+           the batch's watermarks (`marks`).
+        4. Publish what the call claimed, round by round (`_publish`).
+        5. Items that did not apply are read and planned again (back to 1), and with them
+           every later copy of the same game: a copy's verdict (duplicate or conflict) was
+           decided against the earlier copy's plan, which no longer holds.
+        6. Outboxes another process was flushing are waited for and flushed.
+        """
         stats = BatchStats()
         final: list[Planned | None] = [None] * len(items)
         pending = list(range(len(items)))
@@ -47,21 +59,28 @@ class Pipeline:
             stats.attempts += 1
             batch = [items[i] for i in pending]
             ratings = sorted({r for item in batch for r in ratings_read(self.engine, item)})
-            game_ids = sorted({item.game_id for item in batch if not isinstance(item, SeedItem)})
-            snapshot = await retrying("reading states", self.store.read, ratings, game_ids)
+            game_ids = sorted({g.game_id for g in map(game_of, batch) if g is not None})
+            snapshot = await retrying(REDIS_READ, self.store.read, ratings, game_ids)
             planned = plan(self.engine, batch, snapshot)
             writes = [p.write for p in planned if p.write is not None]
             # Unconfirmed events of any rating the batch read are flushed with it: a duplicate
             # game, an unchanged seed row or a crash before publication leaves no event behind.
             flush = {r for r in ratings if snapshot.unconfirmed.get(r)}
-            applied, claimed = await retrying("applying states", self.store.apply, writes, sorted(flush))
+            applied, claimed = await retrying(REDIS_APPLY, self.store.apply, writes, sorted(flush), marks)
             results = iter(applied)
             retry = []
+            replanned: set[str] = set()  # games with a copy to plan again
             for index, p in zip(pending, planned, strict=True):
-                if p.write is None or next(results):
-                    final[index] = p
-                else:
+                game = game_of(p.item)
+                game_id = None if game is None else game.game_id
+                if p.write is not None and not next(results):
                     retry.append(index)
+                    if game_id is not None:
+                        replanned.add(game_id)
+                elif p.write is None and game_id in replanned:
+                    retry.append(index)  # decided against an earlier copy's plan, which did not apply
+                else:
+                    final[index] = p
             sent, lost = await self._publish(claimed)
             stats.events_sent += sent
             blocked = (blocked | set(claimed.blocked) | lost) - (set(claimed.outboxes) - lost)
@@ -74,7 +93,7 @@ class Pipeline:
         while blocked:
             await asyncio.sleep(delay)
             delay = min(delay * 2, BLOCKED_MAX_DELAY)
-            claimed = await retrying("claiming outboxes", self.store.claim, sorted(blocked))
+            claimed = await retrying(REDIS_CLAIM, self.store.claim, sorted(blocked))
             sent, lost = await self._publish(claimed)
             stats.events_sent += sent
             blocked = set(claimed.blocked) | lost
@@ -99,7 +118,7 @@ class Pipeline:
             await self.publisher.send([(rating.encode(), payload) for rating, payload in heads.items()])
             sent += len(heads)
             more = {rating for rating in heads if len(outboxes[rating]) > r + 1}
-            gone = set(await retrying("acknowledging outboxes", self.store.ack, heads, more))
+            gone = set(await retrying(REDIS_ACK, self.store.ack, heads, more))
             lost |= gone
             outboxes = {rating: events for rating, events in outboxes.items() if rating in more and rating not in gone}
             r += 1

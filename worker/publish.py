@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
-from worker.retry import retrying
+from worker.retry import KAFKA_PUBLISH, retrying
 
 
 class Publisher:
@@ -26,7 +26,7 @@ class Publisher:
 
     async def send(self, records: Sequence[tuple[bytes, bytes]]) -> None:
         """Send one round (at most one event per key) and wait until Kafka acknowledges all of it."""
-        await retrying("publishing events", self._send, records)
+        await retrying(KAFKA_PUBLISH, self._send, records)
 
     async def _send(self, records: Sequence[tuple[bytes, bytes]]) -> None:
         partitions = sorted(await self.producer.partitions_for(self.topic))

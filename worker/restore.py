@@ -1,37 +1,58 @@
 """`rating-worker restore`: rebuild the Redis state from the output topic, when Redis lost data.
 
-Per rating, the event with the highest `seq` carries the whole state. Every game with an
-event still in the topic gets an idempotency record without facts (`RESTORED`): redelivered
-after the restore, it is a duplicate whatever its facts. Run it with the workers stopped.
+Run it with the workers stopped. Per rating, the event with the highest `seq` carries the
+whole state (the topic's state, T); it is compared with what Redis holds (R, and R's outbox
+of events written but not yet acknowledged by Kafka):
 
-- A rating whose stored state equals the restored one is left alone (so a re-run, or a run
-  after a stop half way, does only what is left); one that differs is refused unless
-  `force`. Game records that exist are kept (they have the facts).
-- The topic is read up to its highwater marks as seen by the consumer's own fetches.
+1. outbox events whose seq the topic already has (seq <= T's) are removed: they were published;
+2. R equal to T: left alone;
+3. R missing, or behind T (a lower seq): Redis lost those writes; T is written;
+4. R ahead of T by exactly the events left in its outbox (seqs T+1..R, the last one carrying
+   R): a crash between the Redis write and the publication; left alone **even with
+   `force`** (the next worker publishes the outbox): writing T over it would compute the next
+   game without the one already recorded and give two different events one seq;
+5. anything else (the same seq with another state, ahead with another outbox) is refused
+   with its reason, unless `force`, which writes T and empties the outbox.
+
+Then every game with an event on the topic gets an idempotency record without facts
+(`RESTORED`: a redelivery is a duplicate whatever its facts; existing records are kept), the
+publication leases are cleared, and, when nothing was refused, the store is trusted again:
+its epoch is raised and the untrusted mark removed (see `worker.store`). A game rated between
+two players of whom only one has its event on the topic, recently enough that compaction
+cannot have removed the other's, is listed: the other player's change was lost with Redis,
+and only `rebuild` and `switch-over` can give it back.
 """
 
-import asyncio
+import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from schemas.rating_changed import RatingChanged
 from worker import keys
-from worker.connections import make_redis
+from worker.connections import close_quietly, make_redis
 from worker.engine import RESTORED
 from worker.events import rating_key
+from worker.retry import REDIS_COMMAND, REDIS_CONNECT, retrying
 from worker.rules.categories import Category
 from worker.rules.state import QualifyingGame, RatingState
+from worker.rules.system import Kind
 from worker.settings import WorkerSettings
 from worker.state_codec import encode_state
 from worker.topic_scan import scan
+from worker.topics import COMPACTION_LAG_MS
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 CHUNK = 1000  # keys per Redis round trip
 PROGRESS_SECONDS = 2.0
+# A game of these kinds changes both players (both are rated): each must have its event.
+BOTH_CHANGE = (Kind.RATED_GAME, Kind.RATING_LOST)
 
 
 @dataclass
@@ -41,8 +62,14 @@ class RestoreReport:
     games: int = 0
     written: int = 0
     unchanged: int = 0
-    refused: list[str] = field(default_factory=list)
+    ahead: int = 0  # left alone: ahead of the topic by exactly their outbox
+    trimmed: int = 0  # outbox events removed because the topic has them
+    refused: list[str] = field(default_factory=list)  # "rating: reason"
+    forced: int = 0
     games_recorded: int = 0
+    partial: list[str] = field(default_factory=list)  # "game: player/category has no event"
+    leases_cleared: int = 0
+    trusted: bool = False
 
 
 def _hundredths(value: object) -> int:
@@ -58,55 +85,185 @@ def state_of(event: RatingChanged) -> RatingState:
     return RatingState(None if s.rating is None else _hundredths(s.rating), s.rated_games, qualifying, s.seq)
 
 
-async def read_changelog(
-    settings: WorkerSettings, progress: Callable[[int], None]
-) -> tuple[dict[str, RatingState], set[str], int]:
-    """The latest state of every rating, the game ids seen, and the number of records read."""
-    latest: dict[str, RatingState] = {}
-    games: set[str] = set()
-    records = 0
+@dataclass
+class Changelog:
+    """What the output topic says: each rating's latest state, and each game's events."""
+
+    latest: dict[str, RatingState] = field(default_factory=dict)
+    games: set[str] = field(default_factory=set)
+    # game -> (ratings it must change, ratings whose event was seen, newest event's timestamp ms)
+    pairs: dict[str, tuple[tuple[str, ...], set[str], int]] = field(default_factory=dict)
+    records: int = 0
+
+    def add(self, event: RatingChanged, timestamp_ms: int) -> None:
+        key = rating_key(event.player_id, Category(event.category))
+        if key not in self.latest or event.seq > self.latest[key].seq:
+            self.latest[key] = state_of(event)
+        if event.game_id is None:
+            return
+        self.games.add(event.game_id)
+        if event.kind in BOTH_CHANGE and event.opponent_id is not None:
+            opponent = rating_key(event.opponent_id, Category(event.category))
+            wanted, seen, newest = self.pairs.get(event.game_id, (tuple(sorted((key, opponent))), set(), 0))
+            seen.add(key)
+            self.pairs[event.game_id] = (wanted, seen, max(newest, timestamp_ms))
+
+    def partial_games(self, now_ms: int) -> list[str]:
+        """Games that changed two ratings but have one event on the topic, too recent for
+        compaction to have removed the other: the other was lost before publication."""
+        out = []
+        for game_id, (wanted, seen, newest) in sorted(self.pairs.items()):
+            if len(seen) < len(wanted) and now_ms - newest < COMPACTION_LAG_MS:
+                missing = ", ".join(r for r in wanted if r not in seen)
+                out.append(f"{game_id}: {missing} has no event on the topic")
+        return out
+
+
+async def read_changelog(settings: WorkerSettings, progress: Callable[[int], None]) -> Changelog:
+    log_ = Changelog()
     async for batch in scan(settings, settings.topic_ratings):
         for record in batch:
-            records += 1
-            if record.value is None:
-                continue
-            event = RatingChanged.model_validate_json(record.value)
-            key = rating_key(event.player_id, Category(event.category))
-            if key not in latest or event.seq > latest[key].seq:
-                latest[key] = state_of(event)
-            if event.game_id is not None:
-                games.add(event.game_id)
-        progress(records)
-    return latest, games, records
+            log_.records += 1
+            if record.value is not None:
+                log_.add(RatingChanged.model_validate_json(record.value), record.timestamp)
+        progress(log_.records)
+    return log_
 
 
-async def write_states(
-    redis: "Redis", prefix: str, states: dict[str, RatingState], force: bool, report: RestoreReport
-) -> None:
-    items = sorted(states.items())
-    for start in range(0, len(items), CHUNK):
-        chunk = items[start : start + CHUNK]
-        stored = await redis.mget([keys.state_key(prefix, k) for k, _ in chunk])
+def outbox_seqs(events: list[bytes]) -> list[int]:
+    return [int(json.loads(e)["seq"]) for e in events]
+
+
+def decide(topic: RatingState | None, stored: bytes | None, pending: list[bytes]) -> tuple[str, int, str]:
+    """What to do with one rating: ("keep" | "write" | "ahead" | "refuse", outbox events the
+    topic already has, the reason of a refusal). Pure: the states and outbox are passed in."""
+    topic_seq = 0 if topic is None else topic.seq
+    seqs = outbox_seqs(pending)
+    published = sum(1 for s in seqs if s <= topic_seq)
+    rest = seqs[published:]
+    if stored is None:
+        if rest:
+            return "refuse", published, f"no state in Redis but its outbox holds seq {rest[0]}..{rest[-1]}"
+        return ("keep" if topic is None else "write"), published, ""
+    stored_seq = int(stored.split(b"|", 1)[0])
+    if topic is not None and stored == encode_state(topic):
+        if rest:
+            return "refuse", published, f"equal to the topic (seq {topic_seq}) but its outbox holds seq {rest[0]}.."
+        return "keep", published, ""
+    if stored_seq < topic_seq:
+        return "write", published, ""  # Redis lost the writes the topic has
+    if stored_seq == topic_seq:
+        return "refuse", published, f"the same seq {topic_seq} as the topic but another state"
+    if rest == list(range(topic_seq + 1, stored_seq + 1)) and _carries(pending[published:][-1], stored):
+        return "ahead", published, ""
+    held = f"seq {rest[0]}..{rest[-1]}" if rest else "nothing"
+    return "refuse", published, f"ahead of the topic (seq {stored_seq} > {topic_seq}) but its outbox holds {held}"
+
+
+def _carries(event: bytes, stored: bytes) -> bool:
+    """Whether an outbox event announces exactly the stored state."""
+    parsed = RatingChanged.model_validate_json(event)
+    return encode_state(state_of(parsed)) == stored
+
+
+async def _redis(call: Callable[..., Awaitable[T]], *args: Any) -> T:
+    return await retrying(REDIS_COMMAND, call, *args)
+
+
+async def pipelined(redis: "Redis", build: Callable[[Pipeline], object]) -> list[Any]:
+    """One round trip of the commands `build` queues, retried whole (a pipeline forgets its
+    commands once executed, so each attempt builds it again)."""
+
+    async def attempt() -> list[Any]:
         async with redis.pipeline(transaction=False) as pipe:
-            for (key, state), current in zip(chunk, stored, strict=True):
-                value = encode_state(state)
-                if current == value:
-                    report.unchanged += 1
-                elif current is not None and not force:
-                    report.refused.append(key)
-                else:
-                    pipe.set(keys.state_key(prefix, key), value)
-                    report.written += 1
-            await pipe.execute()
+            build(pipe)
+            result: list[Any] = await pipe.execute()
+            return result
+
+    return await _redis(attempt)
+
+
+async def reconcile(redis: "Redis", prefix: str, changelog: Changelog, force: bool, report: RestoreReport) -> None:
+    """Steps 1-5 of the module's docstring, a chunk of ratings at a time."""
+    ratings = set(changelog.latest)
+    async for key in redis.scan_iter(match=f"{prefix}{keys.OUTBOX}*", count=CHUNK):
+        ratings.add(key.decode().removeprefix(f"{prefix}{keys.OUTBOX}"))
+    ordered = sorted(ratings)
+    for start in range(0, len(ordered), CHUNK):
+        chunk = ordered[start : start + CHUNK]
+
+        def read(pipe: Pipeline, chunk: list[str] = chunk) -> None:
+            for r in chunk:
+                pipe.get(keys.state_key(prefix, r))
+                pipe.lrange(keys.outbox_key(prefix, r), 0, -1)
+
+        stored = await pipelined(redis, read)
+        writes: list[tuple[str, tuple[Any, ...]]] = []  # pipeline method, arguments
+        for n, r in enumerate(chunk):
+            topic = changelog.latest.get(r)
+            action, published, reason = decide(topic, stored[2 * n], stored[2 * n + 1])
+            outbox = keys.outbox_key(prefix, r)
+            if published:
+                writes.append(("ltrim", (outbox, published, -1)))
+                report.trimmed += published
+            if action == "refuse" and force and topic is not None:
+                action = "force"
+            if action == "keep":
+                report.unchanged += 1
+            elif action == "ahead":
+                report.ahead += 1
+            elif action == "refuse":
+                report.refused.append(f"{r}: {reason}")
+            else:
+                assert topic is not None
+                writes.append(("set", (keys.state_key(prefix, r), encode_state(topic))))
+                report.written += 1
+                if action == "force":
+                    writes.append(("delete", (outbox,)))
+                    report.forced += 1
+        if writes:
+            await pipelined(redis, _queue(writes))
+
+
+def _queue(commands: list[tuple[str, tuple[Any, ...]]]) -> Callable[[Pipeline], None]:
+    def build(pipe: Pipeline) -> None:
+        for name, args in commands:
+            getattr(pipe, name)(*args)
+
+    return build
 
 
 async def record_games(redis: "Redis", prefix: str, games: set[str], retention_ms: int, report: RestoreReport) -> None:
     ids = sorted(games)
     for start in range(0, len(ids), CHUNK):
-        async with redis.pipeline(transaction=False) as pipe:
-            for game_id in ids[start : start + CHUNK]:
+
+        def record(pipe: Pipeline, chunk: list[str] = ids[start : start + CHUNK]) -> None:
+            for game_id in chunk:
                 pipe.set(keys.game_key(prefix, game_id), RESTORED.hex(), px=retention_ms, nx=True)
-            report.games_recorded += sum(1 for ok in await pipe.execute() if ok)
+
+        report.games_recorded += sum(1 for ok in await pipelined(redis, record) if ok)
+
+
+async def clear_leases(redis: "Redis", prefix: str, report: RestoreReport) -> None:
+    batch: list[bytes] = []
+    async for key in redis.scan_iter(match=f"{prefix}{keys.LEASE}*", count=CHUNK):
+        batch.append(key)
+    for start in range(0, len(batch), CHUNK):
+        report.leases_cleared += await _redis(redis.delete, *batch[start : start + CHUNK])
+
+
+async def trust(redis: "Redis", prefix: str) -> None:
+    """Mark the store trusted again: a new epoch (with writes from 0), and no untrusted mark.
+    A worker that saw the old store then finds a higher epoch, not a lower one."""
+    store = keys.store_key(prefix)
+    await pipelined(
+        redis,
+        lambda pipe: (
+            pipe.hincrby(store, "epoch", 1),
+            pipe.hset(store, "writes", 0),
+            pipe.delete(keys.untrusted_key(prefix)),
+        ),
+    )
 
 
 async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], None]) -> RestoreReport:
@@ -119,20 +276,20 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
             last = time.monotonic()
             say(f"restore: {records} records read ({records / (last - started):,.0f}/s)")
 
-    states, games, report.records = await read_changelog(settings, progress)
-    report.ratings, report.games = len(states), len(games)
-    say(f"restore: read {report.records} records: {report.ratings} ratings, {report.games} games")
-
     redis = make_redis(settings)
     try:
-        await write_states(redis, settings.redis_key_prefix, states, force, report)
-        await record_games(
-            redis, settings.redis_key_prefix, games, settings.idempotency_retention_seconds * 1000, report
-        )
+        await retrying(REDIS_CONNECT, redis.ping)
+        changelog = await read_changelog(settings, progress)
+        report.records, report.ratings, report.games = changelog.records, len(changelog.latest), len(changelog.games)
+        say(f"restore: read {report.records} records: {report.ratings} ratings, {report.games} games")
+        prefix = settings.redis_key_prefix
+        await reconcile(redis, prefix, changelog, force, report)
+        await record_games(redis, prefix, changelog.games, settings.idempotency_retention_seconds * 1000, report)
+        await clear_leases(redis, prefix, report)
+        report.partial = changelog.partial_games(int(time.time() * 1000))
+        if not report.refused:
+            await trust(redis, prefix)
+            report.trusted = True
     finally:
-        await redis.aclose()
+        await close_quietly(redis.aclose())
     return report
-
-
-def run(settings: WorkerSettings, force: bool, say: Callable[[str], None]) -> RestoreReport:
-    return asyncio.run(restore(settings, force, say))

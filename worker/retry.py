@@ -1,15 +1,25 @@
-"""Retrying through outages of Redis or Kafka: exponential backoff with jitter, no give-up.
+"""Retrying through outages of Redis or Kafka: exponential backoff with jitter.
 
-The worker never skips work because a dependency is down: it waits, and the partition
-stays uncommitted. Only shutdown (cancellation) ends the wait.
+The long-running worker never skips work because a dependency is down: it waits, and the
+partition stays uncommitted; only shutdown (cancellation) ends the wait. A one-shot command
+(import, restore, rebuild, switch-over, topics) runs under a retry budget (`giving_up_after`):
+once an operation has failed for that long, it raises `Unreachable`, which the command line
+reports in one line (status 1). Every operation is named once here, with the dependency it
+talks to, so that logs say which setting points at the unreachable one and the metric's
+`operation` label has a fixed set of values.
 """
 
 import asyncio
+import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from aiokafka import errors
 from aiokafka.errors import KafkaError
 from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 
@@ -21,23 +31,173 @@ T = TypeVar("T")
 # From 50 ms (a blip) doubling to 5 s (an outage): reconnects quickly, never hammers.
 FIRST_DELAY = 0.05
 MAX_DELAY = 5.0
-TRANSIENT: tuple[type[BaseException], ...] = (ConnectionError, TimeoutError, BusyLoadingError, KafkaError, OSError)
 
 
-async def retrying(what: str, attempt: Callable[..., Awaitable[T]], *args: Any) -> T:
+class StoreUntrusted(Exception):
+    """The Redis store refuses work until `rating-worker restore` has run (see `worker.store`)."""
+
+
+class Unreachable(Exception):
+    """A one-shot command's retry budget ran out: the message names the dependency and its setting."""
+
+
+# Kafka errors that say the request itself can never succeed: a record larger than the
+# broker or the producer takes, a topic name or codec it refuses, credentials or rights it
+# does not grant. Waiting cures none of them, so they are raised at once. Every other Kafka
+# error (a broker away, a leader moving, a timeout, a rebalance) is retried, whatever its
+# `retriable` flag says: aiokafka leaves that flag unset on timeouts and unavailable brokers.
+PERMANENT_KAFKA_ERRORS: tuple[type[KafkaError], ...] = (
+    errors.MessageSizeTooLargeError,
+    errors.RecordTooLargeError,
+    errors.RecordListTooLargeError,
+    errors.InvalidTopicError,
+    errors.InvalidRequiredAcksError,
+    errors.InvalidTimestampError,
+    errors.CorruptRecordException,
+    errors.UnsupportedCodecError,
+    errors.UnsupportedVersionError,
+    errors.UnsupportedForMessageFormatError,
+    errors.PolicyViolationError,
+    errors.InvalidGroupIdError,
+    errors.TopicAuthorizationFailedError,
+    errors.GroupAuthorizationFailedError,
+    errors.ClusterAuthorizationFailedError,
+    errors.TransactionalIdAuthorizationFailed,
+    errors.SaslAuthenticationFailed,
+    errors.AuthenticationFailedError,
+    errors.AuthenticationMethodNotSupported,
+    errors.UnsupportedSaslMechanismError,
+    errors.IllegalSaslStateError,
+    errors.KafkaConfigurationError,
+    errors.IllegalArgumentError,
+)
+TRANSIENT: tuple[type[BaseException], ...] = (
+    ConnectionError,
+    TimeoutError,
+    BusyLoadingError,
+    KafkaError,
+    OSError,
+    StoreUntrusted,
+)
+
+
+def transient(error: BaseException) -> bool:
+    """Whether waiting may cure `error` (a dependency away), as opposed to a request it will never take."""
+    return isinstance(error, TRANSIENT) and not isinstance(error, PERMANENT_KAFKA_ERRORS)
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """A retried call: `label` is its `rating_retries_total{operation}` value, `dependency` what it talks to."""
+
+    label: str
+    dependency: str  # "kafka" or "redis"
+
+
+KAFKA_CONNECT = Operation("kafka_connect", "kafka")
+KAFKA_JOIN = Operation("kafka_join_group", "kafka")
+KAFKA_PUBLISH = Operation("kafka_publish", "kafka")
+KAFKA_DEAD_LETTER = Operation("kafka_dead_letter", "kafka")
+KAFKA_READ = Operation("kafka_read", "kafka")
+KAFKA_ADMIN = Operation("kafka_admin", "kafka")
+REDIS_CONNECT = Operation("redis_connect", "redis")
+REDIS_READ = Operation("redis_read", "redis")
+REDIS_APPLY = Operation("redis_apply", "redis")
+REDIS_CLAIM = Operation("redis_claim", "redis")
+REDIS_ACK = Operation("redis_ack", "redis")
+REDIS_COMMAND = Operation("redis_command", "redis")  # the operator commands' plain reads and writes
+OPERATIONS = (
+    KAFKA_CONNECT,
+    KAFKA_JOIN,
+    KAFKA_PUBLISH,
+    KAFKA_DEAD_LETTER,
+    KAFKA_READ,
+    KAFKA_ADMIN,
+    REDIS_CONNECT,
+    REDIS_READ,
+    REDIS_APPLY,
+    REDIS_CLAIM,
+    REDIS_ACK,
+    REDIS_COMMAND,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """How long to retry (None: for ever) and where each dependency is, as the settings say."""
+
+    give_up_after: float | None = None
+    where: Mapping[str, str] = field(default_factory=dict)  # dependency -> "SETTING=address"
+
+
+_FOREVER = Policy()
+_policy: ContextVar[Policy] = ContextVar("retry_policy", default=_FOREVER)
+
+
+@contextlib.contextmanager
+def policy(give_up_after: float | None, where: Mapping[str, str]) -> Iterator[None]:
+    """Retry under this policy inside the block (tasks created inside inherit it)."""
+    token = _policy.set(Policy(give_up_after, where))
+    try:
+        yield
+    finally:
+        _policy.reset(token)
+
+
+def where(dependency: str) -> str:
+    return _policy.get().where.get(dependency, dependency)
+
+
+async def retrying(operation: Operation, attempt: Callable[..., Awaitable[T]], *args: Any) -> T:
     """`await attempt(*args)`, again and again until it does not fail with a transient error.
 
-    `what` names the operation in logs and in the `rating_retries_total` label: keep it fixed.
+    Raises `Unreachable` when the policy's budget runs out, and any error that waiting cannot
+    cure at once (a non-retriable Kafka error, a bug).
     """
+    current = _policy.get()
     delay = FIRST_DELAY
     failures = 0
+    first_failure = 0.0
     while True:
         try:
-            return await attempt(*args)
-        except TRANSIENT as e:
+            result = await attempt(*args)
+        except Exception as e:
+            if not transient(e):
+                raise
+            now = time.monotonic()
+            if failures == 0:
+                first_failure = now
             failures += 1
-            metrics.RETRIES.labels(what.split(" ", maxsplit=1)[0]).inc()
+            metrics.RETRIES.labels(operation.label).inc()
+            if isinstance(e, StoreUntrusted):
+                metrics.STORE_UNTRUSTED.set(1)
+            if current.give_up_after is not None and now - first_failure >= current.give_up_after:
+                raise Unreachable(
+                    f"{_what(operation, e)} for {now - first_failure:.0f} s, giving up ({type(e).__name__}: {e})"
+                ) from e
             level = logging.WARNING if failures in (1, 10) or failures % 100 == 0 else logging.DEBUG
-            log.log(level, "%s failed (%s: %s); retry %d in %.2f s", what, type(e).__name__, e, failures, delay)
+            if isinstance(e, StoreUntrusted):
+                level = logging.ERROR if failures in (1, 10) or failures % 100 == 0 else logging.DEBUG
+            log.log(
+                level,
+                "%s (%s: %s); %s retried %d times, next in %.2f s",
+                _what(operation, e),
+                type(e).__name__,
+                e,
+                operation.label,
+                failures,
+                delay,
+            )
             await asyncio.sleep(delay * random.uniform(0.5, 1.0))
             delay = min(delay * 2, MAX_DELAY)
+        else:
+            if failures and operation.dependency == "redis":
+                metrics.STORE_UNTRUSTED.set(0)  # a Redis call went through: the store is trusted again
+            return result
+
+
+def _what(operation: Operation, error: BaseException) -> str:
+    if isinstance(error, StoreUntrusted):
+        return "the Redis store is not trusted: run `rating-worker restore`"
+    name = "Kafka" if operation.dependency == "kafka" else "Redis"
+    return f"{name} unreachable ({where(operation.dependency)})"

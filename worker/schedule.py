@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from schemas.game_finished import GameFinished
-from worker.engine import Engine, GameOutcome, SeedOutcome, SeedRow, Update, Verdict
+from worker.engine import RESTORED, Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Update, Verdict
 from worker.rules.state import UNSEEN, RatingState
 from worker.state_codec import encode_state
 from worker.store import Snapshot, Write
@@ -19,11 +19,24 @@ from worker.store import Snapshot, Write
 
 @dataclass(frozen=True, slots=True)
 class SeedItem:
+    """A seeding row. With `expected_seq`, it is imported only over a state of that seq (the
+    switch-over's check-and-set); over any other it is `SeedVerdict.MOVED`, and nothing is written."""
+
     row: SeedRow
     force: bool
+    expected_seq: int | None = None
 
 
-Item = GameFinished | SeedItem
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """A game consumed below its partition's watermark: it was done before (a redelivery after a
+    rewind). Its idempotency record decides as usual; if the record has expired, the game is
+    taken as a duplicate instead of being applied a second time."""
+
+    game: GameFinished
+
+
+Item = GameFinished | SeedItem | Replayed
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +47,20 @@ class Planned:
     outcome: GameOutcome | SeedOutcome
     write: Write | None  # None: nothing to write (a duplicate, a conflict, an unchanged seed row)
     ratings: tuple[str, ...]  # the ratings whose outboxes must be flushed before it counts as done
+    forgotten: bool = False  # a Replayed game whose record had expired: kept from a second application
+
+
+def game_of(item: Item) -> GameFinished | None:
+    if isinstance(item, SeedItem):
+        return None
+    return item.game if isinstance(item, Replayed) else item
 
 
 def ratings_read(engine: Engine, item: Item) -> tuple[str, ...]:
     if isinstance(item, SeedItem):
         return (item.row.key,)
-    return engine.ratings_read(item) or ()
+    game = item.game if isinstance(item, Replayed) else item
+    return engine.ratings_read(game) or ()
 
 
 def plan(engine: Engine, items: Sequence[Item], snapshot: Snapshot) -> list[Planned]:
@@ -49,21 +70,30 @@ def plan(engine: Engine, items: Sequence[Item], snapshot: Snapshot) -> list[Plan
     for item in items:
         ratings = ratings_read(engine, item)
         reads = tuple((r, states.get(r, UNSEEN).seq) for r in ratings)
+        forgotten = False
         if isinstance(item, SeedItem):
-            seeded = engine.seed(item.row, states.get(item.row.key, UNSEEN), item.force)
+            current = states.get(item.row.key, UNSEEN)
+            if item.expected_seq is not None and current.seq != item.expected_seq:
+                seeded = SeedOutcome(SeedVerdict.MOVED)
+            else:
+                seeded = engine.seed(item.row, current, item.force)
             updates: tuple[Update, ...] = () if seeded.update is None else (seeded.update,)
             write = Write("", b"", reads, _writes(updates)) if updates else None
             outcome: GameOutcome | SeedOutcome = seeded
         else:
-            outcome = engine.apply(item, {r: states.get(r, UNSEEN) for r in ratings}, records.get(item.game_id))
+            game = item.game if isinstance(item, Replayed) else item
+            known = records.get(game.game_id)
+            if known is None and isinstance(item, Replayed):
+                known, forgotten = RESTORED, True
+            outcome = engine.apply(game, {r: states.get(r, UNSEEN) for r in ratings}, known)
             updates = outcome.updates
             recorded = outcome.verdict in (Verdict.APPLIED, Verdict.SKIPPED)
-            write = Write(item.game_id, outcome.digest, reads, _writes(updates)) if recorded else None
+            write = Write(game.game_id, outcome.digest, reads, _writes(updates)) if recorded else None
             if recorded:
-                records[item.game_id] = outcome.digest
+                records[game.game_id] = outcome.digest
         for update in updates:
             states[update.key] = update.state
-        planned.append(Planned(item, outcome, write, ratings))
+        planned.append(Planned(item, outcome, write, ratings, forgotten))
     return planned
 
 

@@ -1,10 +1,17 @@
-"""`rating-worker run`: the streaming worker, wired from its settings.
+"""`rating-worker run`: the streaming worker, wired from its settings; and the way every
+command starts and stops.
 
 Kafka in (game-finished), per-player serialized updates on Redis state, rating changes out.
-SIGTERM or SIGINT stops fetching; the batch in flight is finished, published and committed
-within RATING_SHUTDOWN_GRACE_SECONDS, then the process exits 0. If the grace runs out (an
-outage), the batch is abandoned uncommitted (it will be redelivered and deduplicated) and
-the exit status is 1.
+
+Stopping (SIGTERM or SIGINT), whatever the worker is doing:
+1. before it consumes (connecting, joining the group, while Kafka or Redis is unreachable):
+   it stops at once, exit status 0: nothing is in flight;
+2. while it consumes: it stops fetching, and the batch in flight is finished, published and
+   committed within RATING_SHUTDOWN_GRACE_SECONDS, then exit status 0; if the grace runs out
+   (an outage), the batch is abandoned uncommitted (redelivered later, deduplicated): status 1;
+3. then the clients are closed, each within CLOSE_SECONDS (`worker.connections`) (a frozen broker never answers a
+   leave-group request); a second signal skips what is left of 2.
+So a stop takes at most RATING_SHUTDOWN_GRACE_SECONDS + CLOSE_SECONDS, dependencies or not.
 """
 
 import asyncio
@@ -14,29 +21,30 @@ import platform
 import signal
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from importlib.metadata import version
+from typing import TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from redis.asyncio import Redis
 
-from worker import metrics
-from worker.connections import kafka_options, make_redis
+from worker import metrics, retry
+from worker.connections import addresses, close_quietly, kafka_options, make_redis
 from worker.consume import RatingConsumer
 from worker.dead_letter import DeadLetters
 from worker.engine import Engine
 from worker.health import Health, serve_http, watch_dependencies
 from worker.pipeline import Pipeline
 from worker.publish import Publisher
-from worker.retry import retrying
+from worker.retry import KAFKA_CONNECT, KAFKA_JOIN, PERMANENT_KAFKA_ERRORS, REDIS_CONNECT, retrying
 from worker.rules.arena import ArenaRules
-from worker.settings import WorkerSettings
+from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
 from worker.store import RedisStore
 
 log = logging.getLogger(__name__)
-
-# Output batches up to 1 MiB: a whole round of a batch's events fits in one request.
-PRODUCER_MAX_BATCH_BYTES = 1024 * 1024
+T = TypeVar("T")
 
 
 def process_token() -> str:
@@ -52,18 +60,20 @@ def make_producer(settings: WorkerSettings) -> AIOKafkaProducer:
         # the idempotent producer (which some Kafka-compatible brokers lack).
         enable_idempotence=False,
         request_timeout_ms=int(settings.producer_delivery_timeout_seconds * 1000),
-        max_batch_size=PRODUCER_MAX_BATCH_BYTES,
-        max_request_size=PRODUCER_MAX_BATCH_BYTES + 65536,
+        # A whole round of a batch's events fits one request; a dead letter is cut to fit it.
+        max_batch_size=settings.kafka_max_request_bytes - DEAD_LETTER_ROOM,
+        max_request_size=settings.kafka_max_request_bytes,
     )
 
 
 @asynccontextmanager
 async def pipeline_for(settings: WorkerSettings) -> AsyncIterator[tuple[Pipeline, AIOKafkaProducer]]:
-    """The pipeline (Redis store, publisher) that `run` and `import` share, started and stopped."""
+    """The pipeline (Redis store, publisher) that `run`, `import` and `switch-over` share."""
     redis = make_redis(settings)
     producer = make_producer(settings)
-    await retrying("connecting to Kafka", producer.start)
     try:
+        await retrying(KAFKA_CONNECT, producer.start)
+        await retrying(REDIS_CONNECT, redis.ping)
         store = RedisStore(
             redis,
             settings.redis_key_prefix,
@@ -73,76 +83,139 @@ async def pipeline_for(settings: WorkerSettings) -> AsyncIterator[tuple[Pipeline
             settings.redis_wait_replicas,
             settings.redis_wait_timeout_ms,
         )
-        await retrying("connecting to Redis", redis.ping)
         engine = Engine(ArenaRules(), settings.training_rating)
         publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)
         yield Pipeline(engine, store, publisher), producer
     finally:
-        await producer.stop()
-        await redis.aclose()
+        await close_quietly(producer.stop(), redis.aclose())
+
+
+def run_command(settings: WorkerSettings, command: Callable[[], Awaitable[T]]) -> T:
+    """Run a one-shot command: its retries give up after RATING_COMMAND_RETRY_SECONDS
+    (`retry.Unreachable`), and SIGTERM or SIGINT cancel it at once (asyncio.CancelledError)."""
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, task.cancel)
+        with retry.policy(settings.command_retry_seconds, addresses(settings)):
+            return await command()
+
+    return asyncio.run(main())
+
+
+@dataclass
+class _Progress:
+    consuming: bool = False  # the consumer loop runs: a stop lets its batch finish
+    drained: bool = False  # the consumer loop returned: only the clients are left to close
+    abandoned: bool = False  # the grace ran out with a batch in flight
 
 
 async def serve(settings: WorkerSettings) -> int:
-    stopping = asyncio.Event()
+    """`rating-worker run` until stopped (see the module's docstring); the exit status."""
     loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    progress = _Progress()
+    with retry.policy(None, addresses(settings)):
+        work = asyncio.create_task(_work(settings, stopping, progress))
+    signals = 0
+
+    def abandon() -> None:
+        if not progress.drained and not work.done():
+            progress.abandoned = True
+            work.cancel()
+
+    def on_signal() -> None:
+        nonlocal signals
+        signals += 1
+        stopping.set()
+        if signals > 1 or not progress.consuming:
+            work.cancel()
+        elif signals == 1:
+            log.info("stopping: finishing the batch in flight (grace %.0f s)", settings.shutdown_grace_seconds)
+            loop.call_later(settings.shutdown_grace_seconds, abandon)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
-    metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
-    health = Health(stall_seconds=settings.stall_seconds)
-    server = await serve_http(health, settings.metrics_port) if settings.metrics_port else None
-    async with pipeline_for(settings) as (pipeline, producer):
-        consumer = AIOKafkaConsumer(
-            **kafka_options(settings),
-            group_id=settings.kafka_group_id,
-            group_instance_id=settings.kafka_group_instance_id,
-            enable_auto_commit=False,
-            # A new group starts from the beginning: a rating service must not skip games.
-            auto_offset_reset="earliest",
-            session_timeout_ms=settings.kafka_session_timeout_ms,
-            heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
-            max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
-            fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
-        )
-        dead_letters = DeadLetters(
-            producer, settings.topic_dead_letters, settings.max_message_bytes, settings.dead_letter_alarm_per_minute
-        )
-        worker = RatingConsumer(
-            consumer, pipeline, dead_letters, settings.batch_size, settings.max_message_bytes, health
-        )
-        consumer.subscribe([settings.topic_games], listener=worker.listener())
-        await retrying("joining the consumer group", consumer.start)
-        watching = asyncio.create_task(
-            watch_dependencies(health, producer.client.fetch_all_metadata, pipeline.store.redis.ping)
-        )
-        log.info("consuming %s as group %s", settings.topic_games, settings.kafka_group_id)
-        running = asyncio.create_task(worker.run(stopping))
-        try:
-            await _until_stopped(running, stopping, settings.shutdown_grace_seconds)
-        finally:
-            watching.cancel()
-            await consumer.stop()
-            if server is not None:
-                server.close()
-        if running.cancelled():
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        await asyncio.wait({work})
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    if work.cancelled():
+        if progress.abandoned:
             log.error(
                 "shutdown grace of %.0f s ran out: the batch in flight was abandoned uncommitted",
                 settings.shutdown_grace_seconds,
             )
             return 1
-        running.result()
+        log.info("stopped before consuming anything")
+        return 0
+    error = work.exception()
+    if isinstance(error, PERMANENT_KAFKA_ERRORS):
+        log.error("stopping: Kafka refuses a request for good (%s: %s)", type(error).__name__, error)
+        return 1
+    return work.result()
+
+
+async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Progress) -> int:
+    metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
+    health = Health(stall_seconds=settings.stall_seconds)
+    server = await serve_http(health, settings.metrics_port) if settings.metrics_port else None
+    try:
+        async with pipeline_for(settings) as (pipeline, producer):
+            consumer = AIOKafkaConsumer(
+                **kafka_options(settings),
+                group_id=settings.kafka_group_id,
+                group_instance_id=settings.kafka_group_instance_id,
+                enable_auto_commit=False,
+                # A new group starts from the beginning: a rating service must not skip games.
+                # A group that lost its offsets starts at the watermarks instead (worker.consume).
+                auto_offset_reset="earliest",
+                session_timeout_ms=settings.kafka_session_timeout_ms,
+                heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
+                max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
+                fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
+            )
+            dead_letters = DeadLetters(
+                producer,
+                settings.topic_dead_letters,
+                settings.max_message_bytes,
+                settings.dead_letter_alarm_per_minute,
+                budget=settings.kafka_max_request_bytes,
+            )
+            worker = RatingConsumer(
+                consumer, pipeline, dead_letters, settings.batch_size, settings.max_message_bytes, health
+            )
+            consumer.subscribe([settings.topic_games], listener=worker.listener())
+            try:
+                await retrying(KAFKA_JOIN, consumer.start)
+                await _run_consumer(worker, pipeline.store.redis, producer, health, stopping, progress, settings)
+            finally:
+                await close_quietly(consumer.stop())
+    finally:
+        if server is not None:
+            server.close()
     log.info("stopped cleanly: %s", {str(k): n for k, n in worker.totals.items()})
     return 0
 
 
-async def _until_stopped(running: "asyncio.Task[None]", stopping: asyncio.Event, grace: float) -> None:
-    stop_wait = asyncio.create_task(stopping.wait())
-    await asyncio.wait([running, stop_wait], return_when=asyncio.FIRST_COMPLETED)
-    stop_wait.cancel()
-    if running.done():
-        return  # it failed: the caller raises its error
-    log.info("stopping: finishing the batch in flight (grace %.0f s)", grace)
+async def _run_consumer(
+    worker: RatingConsumer,
+    redis: "Redis",
+    producer: AIOKafkaProducer,
+    health: Health,
+    stopping: asyncio.Event,
+    progress: _Progress,
+    settings: WorkerSettings,
+) -> None:
+    watching = asyncio.create_task(watch_dependencies(health, producer.client.fetch_all_metadata, redis.ping))
+    progress.consuming = True
+    log.info("consuming %s as group %s", settings.topic_games, settings.kafka_group_id)
     try:
-        await asyncio.wait_for(asyncio.shield(running), grace)
-    except TimeoutError:
-        running.cancel()
-        await asyncio.gather(running, return_exceptions=True)
+        await worker.run(stopping)
+        progress.drained = True
+    finally:
+        watching.cancel()

@@ -1,9 +1,52 @@
-"""Settings shared by every command, from environment variables (prefix `RATING_`)."""
+"""Settings shared by every command, from environment variables (prefix `RATING_`).
 
+Every value is checked whole at start (URL schemes, host:port lists, ports, topic names, and
+the rules between settings), so that a wrong one stops the command with one line naming the
+variable instead of failing later, half way, with a traceback.
+"""
+
+import re
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Kafka's own rule for topic names.
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_HOST = re.compile(r"[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\]")
+# Room a dead letter needs beside the bad record's value: its key, the original and error
+# headers, the record's framing. A value up to RATING_MAX_MESSAGE_BYTES must fit with it.
+DEAD_LETTER_ROOM = 16 * 1024
+
+
+def host_ports(value: str, default_port: int | None = None) -> list[tuple[str, int]]:
+    """`host:port,host:port` (an IPv6 host in brackets) as pairs; ValueError names what is wrong."""
+    pairs = []
+    for part in value.split(","):
+        entry = part.strip()
+        host, colon, port = entry.rpartition(":")
+        if not colon:
+            host, port = entry, ""
+        if not host or not _HOST.fullmatch(host):
+            raise ValueError(f"{entry!r} is not host:port")
+        if not port:
+            if default_port is None:
+                raise ValueError(f"{entry!r} has no port (host:port)")
+            pairs.append((host.strip("[]"), default_port))
+            continue
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{entry!r} has no valid port (1-65535)")
+        pairs.append((host.strip("[]"), int(port)))
+    return pairs
+
+
+def redis_address(url: str) -> str:
+    """Where a Redis URL points, without its password: `host:port` or the socket's path."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return parts.path
+    return f"{parts.hostname}:{parts.port or 6379}"
 
 
 class RulesSettings(BaseSettings):
@@ -26,7 +69,7 @@ class WorkerSettings(RulesSettings):
     """
 
     kafka_bootstrap_servers: str = "localhost:9092"
-    kafka_group_id: str = "rating-worker"
+    kafka_group_id: Annotated[str, Field(min_length=1)] = "rating-worker"
     # Static membership (KIP-345): set it only where the name is stable across restarts
     # (a StatefulSet pod name); unset, the member is dynamic.
     kafka_group_instance_id: str | None = None
@@ -43,6 +86,9 @@ class WorkerSettings(RulesSettings):
     kafka_ssl_certfile: str | None = None
     kafka_ssl_keyfile: str | None = None
     kafka_ssl_check_hostname: bool = True
+    # The largest produce request (the producer's max.request.size): output batches and dead
+    # letters stay under it. 1 MiB is Kafka's default, and under its default max.message.bytes.
+    kafka_max_request_bytes: Annotated[int, Field(ge=64 * 1024, le=64 * 1024 * 1024)] = 1024 * 1024
     topic_games: str = "arena.game.finished.v1"
     topic_ratings: str = "arena.rating.changed.v1"
     topic_dead_letters: str = "arena.game.finished.v1.dlq"
@@ -90,8 +136,58 @@ class WorkerSettings(RulesSettings):
     stall_seconds: Annotated[float, Field(gt=0)] = 180.0
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     metrics_port: Annotated[int, Field(ge=0, le=65535)] = 9400
-    # Drain budget on SIGTERM; the pod's terminationGracePeriodSeconds must be longer.
+    # Drain budget on SIGTERM; the pod's terminationGracePeriodSeconds must be longer (by 5 s,
+    # the bound of closing the clients).
     shutdown_grace_seconds: Annotated[float, Field(gt=0)] = 25.0
+    # How long a one-shot command (import, restore, rebuild, switch-over, topics) retries an
+    # unreachable Kafka or Redis before it gives up (status 1). A minute rides out a restart or
+    # a failover; the long-running worker retries for ever instead.
+    command_retry_seconds: Annotated[float, Field(gt=0)] = 60.0
+
+    @field_validator("kafka_bootstrap_servers")
+    @classmethod
+    def _bootstrap(cls, value: str) -> str:
+        host_ports(value, default_port=9092)
+        return value
+
+    @field_validator("redis_sentinels")
+    @classmethod
+    def _sentinels(cls, value: str | None) -> str | None:
+        if value is not None:
+            host_ports(value)
+        return value
+
+    @field_validator("topic_games", "topic_ratings", "topic_dead_letters")
+    @classmethod
+    def _topic(cls, value: str) -> str:
+        if not _TOPIC.fullmatch(value) or value in (".", ".."):
+            raise ValueError("a Kafka topic name is 1-249 of A-Z a-z 0-9 . _ -")
+        return value
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: SecretStr) -> SecretStr:
+        # The value may hold a password: the messages never repeat it.
+        url = value.get_secret_value()
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:
+            raise ValueError("has no valid port (redis://[user:password@]host[:port][/db])") from None
+        if parts.scheme not in ("redis", "rediss", "unix"):
+            raise ValueError("must start with redis://, rediss:// (TLS) or unix://")
+        if parts.scheme == "unix":
+            if not parts.path:
+                raise ValueError("unix:// needs the socket's path (unix:///path/to/redis.sock)")
+            return value
+        if not parts.hostname:
+            raise ValueError("has no host (redis://[user:password@]host[:port][/db])")
+        if port == 0:
+            raise ValueError("has no valid port (1-65535)")
+        db = parts.path.strip("/")
+        if db and not db.isdigit():
+            raise ValueError("has a database that is not a number (redis://host:port/0)")
+        return value
 
     @model_validator(mode="after")
     def _lease_outlives_delivery(self) -> "WorkerSettings":
@@ -114,4 +210,17 @@ class WorkerSettings(RulesSettings):
             raise ValueError(
                 "RATING_KAFKA_HEARTBEAT_INTERVAL_MS must be at most a third of RATING_KAFKA_SESSION_TIMEOUT_MS"
             )
+        if self.max_message_bytes + DEAD_LETTER_ROOM > self.kafka_max_request_bytes:
+            raise ValueError(
+                f"RATING_MAX_MESSAGE_BYTES ({self.max_message_bytes}) must leave {DEAD_LETTER_ROOM} bytes for a dead "
+                f"letter's key and headers within RATING_KAFKA_MAX_REQUEST_BYTES ({self.kafka_max_request_bytes})"
+            )
+        if self.redis_sentinels and self.redis_wait_replicas == 0:
+            raise ValueError(
+                "RATING_REDIS_SENTINELS needs RATING_REDIS_WAIT_REPLICAS >= 1: a failover promotes a replica, "
+                "which may lack writes whose events were already published unless each write waited for it"
+            )
+        tls_files = (self.redis_ssl_ca_file, self.redis_ssl_certfile)
+        if any(f is not None for f in tls_files) and not self.redis_url.get_secret_value().startswith("rediss://"):
+            raise ValueError("RATING_REDIS_SSL_* files need a rediss:// RATING_REDIS_URL (TLS)")
         return self

@@ -15,12 +15,33 @@ Three scripts, each one round trip for a whole batch:
   that was sent (compare-and-pop), so an ack retried after a lost reply, or run after the
   outbox moved on, never drops an event it did not send.
 
+With RATING_REDIS_WAIT_REPLICAS > 0, every apply **and every ack** is waited for (`WAIT`)
+before anything further is published or committed: a replica promoted after a round was
+sent then holds that round's acknowledgement too, so whoever flushes the outbox next never
+sends an event after a newer one of its key.
+
+The apply that completes a batch also raises the batch's input watermarks (`{prefix}w:`):
+every record below them is applied, recorded or dead-lettered, so a redelivery from below
+(committed offsets lost, a group renamed) is recognized even after its idempotency record
+expired.
+
+**A store that went back in time refuses work.** Each script first checks the store's
+`epoch` and `writes` counters (`{prefix}store`) against the highest this process saw after
+its own writes were acknowledged (and, with WAIT, replicated). Lower values mean Redis lost
+acknowledged writes (a failover to a replica that lacked them, a restart from a missing or
+incomplete file): the script marks the store untrusted (`{prefix}untrusted`, with the reason)
+and every script of every process then refuses until `rating-worker restore` has rebuilt
+the state and cleared the mark. The counters, not the primary's replication id, are the
+signal: the id changes at every restart, also from a complete append-only file, while the
+counters show the loss itself.
+
 The seq of a state is its version: every write increases it by one, so an unchanged seq is
 an unchanged state. Keys are built inside the scripts from the prefix, so the worker needs
 a single Redis primary (standalone or Sentinel), not Redis Cluster.
 """
 
 import asyncio
+import logging
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -28,13 +49,40 @@ from typing import Any
 
 import msgpack
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+from redis.exceptions import ResponseError
 
 from worker import keys, metrics
+from worker.retry import StoreUntrusted
 from worker.rules.state import UNSEEN, RatingState
 from worker.state_codec import decode_state
 
-_READ = """
-local p, ratings, games = ARGV[1], cmsgpack.unpack(ARGV[2]), cmsgpack.unpack(ARGV[3])
+log = logging.getLogger(__name__)
+
+# Every script starts with this check (see the module's docstring). ARGV[2] and ARGV[3] are
+# the epoch and writes this process has seen; a refusal is an error reply "UNTRUSTED reason".
+_GUARD = """
+local function guard(p, known_epoch, known_writes)
+  local reason = redis.call('GET', p .. $UNTRUSTED)
+  if reason then return reason end
+  local stored = redis.call('HMGET', p .. $STORE, 'epoch', 'writes')
+  local epoch, writes = tonumber(stored[1] or '0'), tonumber(stored[2] or '0')
+  if epoch < known_epoch or (epoch == known_epoch and writes < known_writes) then
+    reason = 'the store went back from epoch ' .. known_epoch .. ' writes ' .. known_writes ..
+      ' to epoch ' .. epoch .. ' writes ' .. writes .. ': Redis lost acknowledged writes'
+    redis.call('SET', p .. $UNTRUSTED, reason)
+    return reason
+  end
+  return false
+end
+local refused = guard(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+if refused then return redis.error_reply('UNTRUSTED ' .. refused) end
+"""
+
+_READ = (
+    _GUARD
+    + """
+local p, ratings, games = ARGV[1], cmsgpack.unpack(ARGV[4]), cmsgpack.unpack(ARGV[5])
 local out = {}
 for _, r in ipairs(ratings) do
   out[#out + 1] = redis.call('GET', p .. $STATE .. r)
@@ -45,6 +93,7 @@ for _, g in ipairs(games) do
 end
 return cmsgpack.pack(out)
 """
+)
 
 _CLAIM = """
 -- Claims each outbox that is not empty and not leased by another process. Returns its events
@@ -72,13 +121,16 @@ end
 """
 
 _APPLY = (
-    _CLAIM
+    _GUARD
+    + _CLAIM
     + """
-local p, token = ARGV[1], ARGV[2]
-local lease_ms, retention_ms = tonumber(ARGV[3]), tonumber(ARGV[4])
+local p, token = ARGV[1], ARGV[4]
+local lease_ms, retention_ms = tonumber(ARGV[5]), tonumber(ARGV[6])
 -- Items: {game_id, digest, {rating, seq read, ...}, {{rating, state, event}, ...}}.
-local items, flush = cmsgpack.unpack(ARGV[5]), cmsgpack.unpack(ARGV[6])
+-- Marks: {topic, partition, offset, ...}: raised only if every item of this call applies.
+local items, flush, marks = cmsgpack.unpack(ARGV[7]), cmsgpack.unpack(ARGV[8]), cmsgpack.unpack(ARGV[9])
 local tainted, results, seen, touched, appended = {}, {}, {}, {}, {}
+local all_applied, wrote = true, false
 local function touch(r)
   if not seen[r] then seen[r] = true; touched[#touched + 1] = r end
 end
@@ -103,21 +155,36 @@ for n, item in ipairs(items) do
     end
     if game_id ~= '' then redis.call('SET', p .. $GAME .. game_id, digest, 'PX', retention_ms) end
     results[n] = 1
+    wrote = true
   else
     for k = 1, #reads, 2 do tainted[reads[k]] = true end
     results[n] = 0
+    all_applied = false
   end
 end
+if all_applied then
+  for i = 1, #marks, 3 do
+    local key, partition, offset = p .. $WATERMARK .. marks[i], marks[i + 1], marks[i + 2]
+    if offset > tonumber(redis.call('HGET', key, partition) or '-1') then
+      redis.call('HSET', key, partition, string.format('%d', offset))
+      wrote = true
+    end
+  end
+end
+if wrote then redis.call('HINCRBY', p .. $STORE, 'writes', 1) end
+local stored = redis.call('HMGET', p .. $STORE, 'epoch', 'writes')
 for _, r in ipairs(flush) do touch(r) end
 local claimed, blocked = claim(p, token, lease_ms, touched, appended)
-return {results, claimed, blocked}
+return {results, claimed, blocked, tonumber(stored[1] or '0'), tonumber(stored[2] or '0')}
 """
 )
 
-_ACK = """
-local p, token, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[3])
+_ACK = (
+    _GUARD
+    + """
+local p, token, lease_ms = ARGV[1], ARGV[4], tonumber(ARGV[5])
 -- Sent: {rating, event sent, 1 to release the lease or 0 to renew it, ...}.
-local sent = cmsgpack.unpack(ARGV[4])
+local sent = cmsgpack.unpack(ARGV[6])
 local lost = {}
 for i = 1, #sent, 3 do
   local r = sent[i]
@@ -136,11 +203,12 @@ for i = 1, #sent, 3 do
 end
 return lost
 """
+)
 
 
 def _lua(source: str) -> str:
     """The script with the key kinds of `worker.keys` put in, so that they are defined once."""
-    for name in ("STATE", "OUTBOX", "LEASE", "GAME"):
+    for name in ("STATE", "OUTBOX", "LEASE", "GAME", "WATERMARK", "STORE", "UNTRUSTED"):
         source = source.replace(f"${name}", repr(getattr(keys, name)))
     return source
 
@@ -175,6 +243,15 @@ class Claimed:
     blocked: list[str]
 
 
+@dataclass(frozen=True, slots=True)
+class Watermark:
+    """Raise `topic`/`partition`'s watermark to `offset` with the apply that completes a batch."""
+
+    topic: str
+    partition: int
+    offset: int  # the next offset: every record below it is done
+
+
 class RedisStore:
     def __init__(
         self,
@@ -193,13 +270,16 @@ class RedisStore:
         self.retention_ms = retention_seconds * 1000
         self.wait_replicas = wait_replicas
         self.wait_timeout_ms = wait_timeout_ms
+        # The highest (epoch, writes) this process saw after its own write was acknowledged
+        # (and replicated): the store may never be found below it again.
+        self.known = (0, 0)
         self._read = redis.register_script(_READ)
         self._apply = redis.register_script(_APPLY)
         self._ack = redis.register_script(_ACK)
 
     async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot:
         with metrics.REDIS_SECONDS.labels("read").time():
-            packed = await self._read(args=[self.prefix, _pack(ratings), _pack(game_ids)])
+            packed = await self._run(self._read, _pack(ratings), _pack(game_ids))
         reply = msgpack.unpackb(packed, raw=True)  # a missing key is `false`
         states, unconfirmed = {}, {}
         for n, rating in enumerate(ratings):
@@ -213,13 +293,28 @@ class RedisStore:
                 records[game_id] = bytes.fromhex(value.decode())
         return Snapshot(states, unconfirmed, records)
 
-    async def apply(self, items: Sequence[Write], flush: Iterable[str] = ()) -> tuple[list[bool], Claimed]:
-        """Apply what still checks out, in order; claim the touched outboxes (and `flush`)."""
+    async def apply(
+        self, items: Sequence[Write], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
+    ) -> tuple[list[bool], Claimed]:
+        """Apply what still checks out, in order; claim the touched outboxes (and `flush`).
+
+        `marks` are raised only if every item applies: they are the batch's, and an item that
+        does not apply is recomputed and applied by a later call, which carries them again.
+        """
         packed = _pack([(i.game_id, i.digest.hex(), [x for read in i.reads for x in read], i.writes) for i in items])
-        args: list[Any] = [self.prefix, self.token, self.lease_ms, self.retention_ms, packed, _pack(list(flush))]
+        flat_marks = [x for m in marks for x in (m.topic, m.partition, m.offset)]
         with metrics.REDIS_SECONDS.labels("apply").time():
-            results, claimed, blocked = await self._apply(args=args)
+            results, claimed, blocked, epoch, writes = await self._run(
+                self._apply,
+                self.token,
+                self.lease_ms,
+                self.retention_ms,
+                packed,
+                _pack(list(flush)),
+                _pack(flat_marks),
+            )
         await self._wait_for_replicas()
+        self.known = max(self.known, (int(epoch), int(writes)))
         applied = [r == 1 for r in results]
         # The script returns the events older than this call's; ours follow them, in item order.
         ours: dict[str, list[bytes]] = defaultdict(list)
@@ -241,20 +336,59 @@ class RedisStore:
         is released, except for the ratings in `keep` (more of their events are still to
         be sent), whose lease is renewed instead. Returns the ratings whose lease
         was lost (it expired, during an outage): their events stay for the next holder.
+        With RATING_REDIS_WAIT_REPLICAS > 0 it returns only once replicas hold the removal,
+        so that the next round is never sent while a replica still holds this one.
         """
         if not sent:
             return []
         flat = [x for rating, payload in sent.items() for x in (rating, payload, 0 if rating in keep else 1)]
         with metrics.REDIS_SECONDS.labels("ack").time():
-            lost = await self._ack(args=[self.prefix, self.token, self.lease_ms, _pack(flat)])
+            lost = await self._run(self._ack, self.token, self.lease_ms, _pack(flat))
+        await self._wait_for_replicas()
         return [r.decode() for r in lost]
 
+    async def watermarks(self, topic: str) -> dict[int, int]:
+        """The input partitions' watermarks: every record below is applied, recorded or dead-lettered."""
+        stored = await self.redis.hgetall(keys.watermark_key(self.prefix, topic))
+        return {int(p): int(o) for p, o in stored.items()}
+
+    async def _run(self, script: "AsyncScript", *args: Any) -> Any:
+        """Run a script behind the store's guard: a store that went back in time raises StoreUntrusted."""
+        epoch, writes = self.known
+        try:
+            return await script(args=[self.prefix, epoch, writes, *args])
+        except ResponseError as e:
+            message = str(e)
+            if message.startswith("UNTRUSTED "):
+                raise StoreUntrusted(message.removeprefix("UNTRUSTED ")) from None
+            raise
+
     async def _wait_for_replicas(self) -> None:
-        """With RATING_REDIS_WAIT_REPLICAS > 0, nothing is published before replicas hold the write."""
+        """With RATING_REDIS_WAIT_REPLICAS > 0, return only once that many replicas hold every
+        write made so far: nothing is published or committed before.
+
+        `WAIT` counts the replicas that hold the last write of *its own connection*, and the
+        script may have run on another pooled connection (or on one that was since
+        reconnected), so each WAIT follows a small write of its own on the same connection
+        (`syncs`): replicas that hold it hold everything written before it.
+        """
+        warned = False
         while self.wait_replicas > 0:
-            acknowledged = await self.redis.wait(self.wait_replicas, self.wait_timeout_ms)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.hincrby(keys.store_key(self.prefix), "syncs", 1)
+                pipe.wait(self.wait_replicas, self.wait_timeout_ms)
+                _, acknowledged = await pipe.execute()
             if int(acknowledged) >= self.wait_replicas:
                 return
+            if not warned:
+                log.warning(
+                    "only %s of RATING_REDIS_WAIT_REPLICAS=%d replicas acknowledged a write within %d ms; "
+                    "waiting before anything is published or committed",
+                    acknowledged,
+                    self.wait_replicas,
+                    self.wait_timeout_ms,
+                )
+                warned = True
             await asyncio.sleep(0.1)
 
 

@@ -12,10 +12,15 @@ from dataclasses import dataclass
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from worker.connections import kafka_options
+from worker.connections import close_quietly, kafka_options
+from worker.retry import KAFKA_ADMIN, KAFKA_CONNECT, retrying
 from worker.settings import WorkerSettings
 
 DAY_MS = 24 * 3600 * 1000
+# The output topic keeps every event at least this long before compaction may drop it: a
+# consumer that falls behind by less still sees every change (and `restore` can tell a lost
+# event from a compacted one).
+COMPACTION_LAG_MS = 7 * DAY_MS
 
 
 @dataclass(frozen=True)
@@ -32,7 +37,7 @@ def topic_specs(settings: WorkerSettings, partitions: int, replication: int) -> 
         TopicSpec(
             settings.topic_ratings,
             partitions,
-            {**durable, "cleanup.policy": "compact", "min.compaction.lag.ms": str(7 * DAY_MS)},
+            {**durable, "cleanup.policy": "compact", "min.compaction.lag.ms": str(COMPACTION_LAG_MS)},
         ),
         TopicSpec(settings.topic_dead_letters, 1, {**durable, "retention.ms": str(30 * DAY_MS)}),
     ]
@@ -41,14 +46,13 @@ def topic_specs(settings: WorkerSettings, partitions: int, replication: int) -> 
 async def create(settings: WorkerSettings, partitions: int, replication: int) -> list[str]:
     """Create the topics; return the names created (existing ones are left as they are)."""
     admin = AIOKafkaAdminClient(**kafka_options(settings))
-    await admin.start()
     try:
-        existing = set(await admin.list_topics())
+        await retrying(KAFKA_CONNECT, admin.start)
+        existing = set(await retrying(KAFKA_ADMIN, admin.list_topics))
         wanted = [s for s in topic_specs(settings, partitions, replication) if s.name not in existing]
         if wanted:
-            await admin.create_topics(
-                [NewTopic(s.name, s.partitions, replication, topic_configs=s.config) for s in wanted]
-            )
+            new = [NewTopic(s.name, s.partitions, replication, topic_configs=s.config) for s in wanted]
+            await retrying(KAFKA_ADMIN, admin.create_topics, new)
         return [s.name for s in wanted]
     finally:
-        await admin.close()
+        await close_quietly(admin.close())

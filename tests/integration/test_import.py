@@ -69,10 +69,11 @@ def _decoded(record: Record) -> dict[str, Any]:
 
 
 def redis_dump(r: redis.Redis) -> dict[bytes, Any]:
-    """Every key of the database and its value (strings and lists), to compare before and after."""
+    """Every key of the database and its value (strings, lists and hashes), to compare before and after."""
     out: dict[bytes, Any] = {}
     for k in r.scan_iter("*"):
-        out[k] = r.lrange(k, 0, -1) if r.type(k) == b"list" else r.get(k)
+        kind = r.type(k)
+        out[k] = r.lrange(k, 0, -1) if kind == b"list" else r.hgetall(k) if kind == b"hash" else r.get(k)
     return out
 
 

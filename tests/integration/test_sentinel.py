@@ -1,4 +1,5 @@
-"""Redis behind Sentinel: the worker finds the primary through the sentinels."""
+"""Redis behind Sentinel: the worker finds the primary through the sentinels, and each write
+waits for the replica (Sentinel without RATING_REDIS_WAIT_REPLICAS is refused at start)."""
 
 import asyncio
 import shutil
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from tests.integration.replication import start_replica
 from worker.connections import make_redis
 from worker.embedded import RedisServer, free_port
 from worker.settings import WorkerSettings
@@ -21,22 +23,27 @@ def test_the_worker_reaches_the_primary_through_sentinel(tmp_path: Path) -> None
     binary = shutil.which("redis-server")
     assert binary is not None
     primary = RedisServer(directory=tmp_path).start()
+    replica = start_replica(primary, tmp_path / "replica")
     port = free_port()
     conf = tmp_path / "sentinel.conf"
     conf.write_text(f"port {port}\nbind 127.0.0.1\nsentinel monitor arena 127.0.0.1 {primary.port} 1\n")
     sentinel = subprocess.Popen([binary, str(conf), "--sentinel"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         settings = WorkerSettings(
-            redis_url="redis://ignored:1/0", redis_sentinels=f"127.0.0.1:{port}", redis_sentinel_service="arena"
+            redis_url="redis://ignored:1/0",
+            redis_sentinels=f"127.0.0.1:{port}",
+            redis_sentinel_service="arena",
+            redis_wait_replicas=1,
         )
-        asyncio.run(_write_through_sentinel(settings, primary))
+        asyncio.run(_write_through_sentinel(settings, primary, replica))
     finally:
         sentinel.kill()
         sentinel.wait()
+        replica.kill()
         primary.kill()
 
 
-async def _write_through_sentinel(settings: WorkerSettings, primary: RedisServer) -> None:
+async def _write_through_sentinel(settings: WorkerSettings, primary: RedisServer, replica: RedisServer) -> None:
     redis = make_redis(settings)
     deadline = time.monotonic() + 10
     while True:  # the sentinel answers once it has looked at the primary
@@ -47,11 +54,12 @@ async def _write_through_sentinel(settings: WorkerSettings, primary: RedisServer
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(0.1)
-    store = RedisStore(redis, "rating:", "t", 5, 60)
+    store = RedisStore(redis, "rating:", "t", 5, 60, wait_replicas=settings.redis_wait_replicas)
     applied, _ = await store.apply([Write("g1", bytes(8), (), ())])
     assert applied == [True]
-    # The write landed on the primary the sentinel monitors.
-    check = Redis.from_url(primary.url)
-    assert await check.get("rating:g:g1") == bytes(8).hex().encode()
-    await check.aclose()
+    # The write landed on the primary the sentinel monitors, and on its replica before apply returned.
+    for server in (primary, replica):
+        check = Redis.from_url(server.url)
+        assert await check.get("rating:g:g1") == bytes(8).hex().encode()
+        await check.aclose()
     await redis.aclose()

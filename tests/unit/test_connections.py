@@ -66,6 +66,7 @@ def test_secrets_come_from_mounted_files_and_never_show_in_reprs(tmp_path: Path)
 
 def test_redis_acl_user_and_tls_files_reach_the_client() -> None:
     settings = WorkerSettings(
+        redis_url="rediss://redis:6380/0",
         redis_username="worker",
         redis_password="pw",
         redis_ssl_ca_file="/ca.pem",

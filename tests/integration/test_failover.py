@@ -1,0 +1,199 @@
+"""Redis failovers and restarts that lose writes: real primaries, replicas and workers.
+
+1. With RATING_REDIS_WAIT_REPLICAS, an acknowledgement (the outbox trim after a published
+   round) reaches the replica before the next round is sent: a replica promoted in between
+   never re-sends an event after a newer one of its key.
+2. A store that went back in time under a running worker (a restart from a replica's older
+   copy, or from nothing) is refused by every script until `restore` has run: the worker
+   stops applying games instead of computing them from states that lack published changes.
+"""
+
+import asyncio
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+import redis
+from aiokafka import AIOKafkaProducer
+from redis.asyncio import Redis
+
+from tests.integration.audit import audit
+from tests.integration.conftest import Stack
+from tests.integration.kafka_io import committed, read_topic
+from tests.integration.replication import promote, start_replica
+from tests.integration.test_replicas import keyed, logs_tail
+from tests.integration.test_store import make_game
+from worker import keys
+from worker.embedded import RedisServer
+from worker.engine import Engine, SeedRow
+from worker.pipeline import Pipeline
+from worker.publish import Publisher
+from worker.rules.arena import ArenaRules
+from worker.rules.categories import Category
+from worker.schedule import Item, SeedItem
+from worker.simulation import ArenaSimulation
+from worker.state_codec import decode_state
+from worker.store import RedisStore
+
+pytestmark = pytest.mark.integration
+
+PREFIX = "rating:"
+LEASE = 1.0  # seconds: the stopped process's leases expire quickly on the promoted replica
+ENGINE = Engine(ArenaRules(), training_rating=1200)
+
+
+class PromotingPublisher(Publisher):
+    """Promotes the replica right after the first round of events Kafka acknowledged, once armed."""
+
+    def __init__(self, producer: AIOKafkaProducer, topic: str, replica: RedisServer) -> None:
+        super().__init__(producer, topic, delivery_timeout=0.5)
+        self.replica = replica
+        self.armed = False
+        self.rounds = 0
+
+    async def send(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        await super().send(records)
+        if self.armed:
+            self.rounds += 1
+            if self.rounds == 1:
+                promote(self.replica)
+
+
+def pipeline_on(client: Redis, publisher: Publisher, token: str) -> Pipeline:
+    store = RedisStore(client, PREFIX, token, LEASE, 3600, wait_replicas=1, wait_timeout_ms=100)
+    return Pipeline(ENGINE, store, publisher)
+
+
+def test_an_acknowledgement_reaches_the_replica_before_the_next_round_is_sent(stack: Stack, tmp_path: Path) -> None:
+    replica = start_replica(stack.redis, tmp_path / "replica")
+    try:
+        asyncio.run(asyncio.wait_for(_ack_replicated(stack, replica), 60))
+    finally:
+        replica.kill()
+
+
+async def _ack_replicated(stack: Stack, replica: RedisServer) -> None:
+    await stack.create_topics(ratings=2)
+    producer = AIOKafkaProducer(bootstrap_servers=stack.broker.bootstrap, acks="all")
+    await producer.start()
+    primary, promoted = Redis.from_url(stack.redis.url), Redis.from_url(replica.url)
+    try:
+        publisher = PromotingPublisher(producer, stack.ratings_topic, replica)
+        first = pipeline_on(primary, publisher, "first")
+        seeds: list[Item] = [SeedItem(SeedRow(p, Category.BLITZ, 180000, 40), False) for p in "abcd"]
+        await first.run(seeds)
+        # Player a plays three games in one batch: three events of a/blitz go out in three rounds.
+        games: list[Item] = [make_game(f"g{n}", "a", opponent) for n, opponent in enumerate("bcd", 1)]
+        publisher.armed = True
+        stuck = asyncio.create_task(first.run(games))
+        await asyncio.sleep(2.0)  # its first round is out; the replica was promoted right after
+        went_on = stuck.done()  # it must wait for a replica to hold the acknowledgement: for ever
+        stuck.cancel()
+        # The operator's failover: a worker on the promoted replica redelivers the batch.
+        second = pipeline_on(promoted, Publisher(producer, stack.ratings_topic, 0.5), "second")
+        second.store.wait_replicas = 0  # the promoted replica has no replica of its own
+        await second.run(games)
+    finally:
+        await producer.stop()
+        await primary.aclose()
+        await promoted.aclose()
+    records = await read_topic(stack.broker.bootstrap, stack.ratings_topic, 4 + 6)
+    result = audit(records)  # never an older seq after a newer one, gapless, rules exact
+    assert [e.seq for e in result.by_key["a/blitz"]] == [1, 2, 3, 4]
+    a_seqs = [json.loads(r.value or b"")["seq"] for r in sorted(records, key=lambda r: r.offset) if r.key == b"a/blitz"]
+    assert a_seqs[:3] == [1, 2, 2], a_seqs  # round 0's event again, right after its original
+    assert a_seqs[3:] == [3, 4], a_seqs
+    assert not went_on, "the batch went on although no replica acknowledged its first round"
+
+
+# --- a store that went back in time ---------------------------------------------------------------
+
+
+def restore(stack: Stack) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "worker", "restore"], env=stack.env(), capture_output=True, timeout=120, check=False
+    )
+
+
+@pytest.mark.parametrize("lost", ["older-copy", "everything"])
+def test_a_store_that_lost_acknowledged_writes_stops_the_worker_until_restore(
+    stack: Stack, tmp_path: Path, lost: str
+) -> None:
+    replica = start_replica(stack.redis, tmp_path / "replica")
+    try:
+        asyncio.run(asyncio.wait_for(_went_back(stack, replica, lost), 150))
+    except (AssertionError, TimeoutError) as e:
+        e.add_note(logs_tail(stack))
+        raise
+    finally:
+        replica.kill()
+
+
+async def _went_back(stack: Stack, replica: RedisServer, lost: str) -> None:
+    sim = ArenaSimulation(60, seed=11)
+    seed = stack.tmp / "seed.csv"
+    seed.write_text(sim.seed_csv(), encoding="utf-8")
+    await stack.create_topics(games=2, ratings=3)
+    assert stack.import_seed(seed).returncode == 0
+    lines = list(sim.game_lines(1500, 0.0, 0.0))
+    first, second, third = lines[:500], lines[500:1000], lines[1000:]
+    await stack.produce(first, keyed(first))
+    worker = stack.start_worker()
+    await _wait_total_committed(stack, len(first))
+    # The replica stops replicating here: it holds the store as it was after `first`.
+    promote(replica)
+    await stack.produce(second, keyed(second))
+    await _wait_total_committed(stack, len(first) + len(second))
+    published = len(await read_topic(stack.broker.bootstrap, stack.ratings_topic, 1))
+
+    # Redis comes back on the same address without the writes of `second`: from the replica's
+    # older copy (a failover to a replica that lagged), or with nothing at all.
+    data = stack.tmp / "stale"
+    data.mkdir()
+    if lost == "older-copy":
+        redis.Redis(port=replica.port).save()
+        shutil.copy(Path(replica.directory) / "dump.rdb", data / "dump.rdb")
+    stack.redis.kill()
+    stack.redis = RedisServer(port=stack.redis.port, directory=data).start()
+
+    await stack.produce(third, keyed(third))
+    await asyncio.sleep(6)
+    # Nothing of `third` was applied on the stale store, and nothing was published from it.
+    assert len(await read_topic(stack.broker.bootstrap, stack.ratings_topic, 1)) == published
+    assert await _total_committed(stack) == len(first) + len(second)
+    assert worker.poll() is None, "the worker must wait, not exit"
+    assert "the Redis store is not trusted" in stack.logs()
+    r = redis.Redis.from_url(stack.redis.url)
+    assert r.get(keys.untrusted_key(PREFIX)) is not None
+
+    done = restore(stack)
+    assert done.returncode == 0, done.stderr
+    assert b"the store is trusted" in done.stderr
+    await _wait_total_committed(stack, len(lines))
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    records = await read_topic(stack.broker.bootstrap, stack.ratings_topic, published + 1)
+    result = audit(records)
+    # Redis ends in the state of each rating's last event: nothing computed from the lost state.
+    for key, state in result.final_states().items():
+        stored = r.get(keys.state_key(PREFIX, key))
+        assert isinstance(stored, bytes) and decode_state(stored) == state, key
+    assert r.get(keys.untrusted_key(PREFIX)) is None
+
+
+async def _total_committed(stack: Stack) -> int:
+    return sum((await committed(stack.broker.bootstrap, f"group-{stack.name}", stack.games_topic, 2)).values())
+
+
+async def _wait_total_committed(stack: Stack, total: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while await _total_committed(stack) < total:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{total} records not committed in {timeout} s")
+        await asyncio.sleep(0.3)

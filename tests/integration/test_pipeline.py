@@ -1,0 +1,119 @@
+"""A batch's way through the store when another process records one of its games first.
+
+Copies of one game in a batch are decided against each other: the first copy is planned as
+applied, the later ones as its duplicates (same facts) or conflicts (other facts). If the
+first copy then does not apply (another process recorded the game meanwhile), every later
+copy is planned again with it, against the record that won, never kept with a verdict that
+was decided against a plan that no longer holds.
+"""
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+
+import pytest
+from redis.asyncio import Redis
+
+from schemas.game_finished import GameFinished
+from worker.embedded import RedisServer
+from worker.engine import Engine, GameOutcome, Verdict, facts_digest
+from worker.pipeline import Pipeline
+from worker.publish import Publisher
+from worker.rules.arena import ArenaRules
+from worker.schedule import Item
+from worker.store import Claimed, RedisStore, Watermark, Write
+
+pytestmark = pytest.mark.integration
+
+PREFIX = "test:"
+ENGINE = Engine(ArenaRules(), training_rating=1200)
+
+
+def unrated_game(game_id: str, result: str) -> GameFinished:
+    """A game that changes no rating (rated: false): only its idempotency record is written."""
+    return GameFinished.model_validate_json(
+        json.dumps(
+            {
+                "event_id": f"ev-{game_id}-{result}",
+                "game_id": game_id,
+                "finished_at": "2026-11-29T21:44:51Z",
+                "rated": False,
+                "time_control": {"base_seconds": 180, "increment_seconds": 0},
+                "white_id": "w",
+                "black_id": "b",
+                "result": result,
+                "termination": "checkmate",
+            }
+        )
+    )
+
+
+class Overtaken(RedisStore):
+    """A store whose first apply is overtaken: another process records a game just before it."""
+
+    def __init__(self, redis: Redis, before_first_apply: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(redis, PREFIX, "ours", 60, 3600)
+        self.before: Callable[[], Awaitable[None]] | None = before_first_apply
+
+    async def apply(
+        self, items: Sequence[Write], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
+    ) -> tuple[list[bool], Claimed]:
+        if self.before is not None:
+            before, self.before = self.before, None
+            await before()
+        return await super().apply(items, flush, marks)
+
+
+async def verdicts(redis_url: str, winner: GameFinished, batch: list[Item]) -> list[Verdict]:
+    r = Redis.from_url(redis_url)
+    try:
+        other = RedisStore(r, PREFIX, "theirs", 60, 3600)
+
+        async def record_winner() -> None:
+            applied, _ = await other.apply([Write(winner.game_id, facts_digest(winner), (), ())])
+            assert applied == [True]
+
+        # No event is published: unrated games change no rating (the publisher is never called).
+        pipeline = Pipeline(ENGINE, Overtaken(r, record_winner), Publisher(None, "unused", 1.0))
+        planned, stats = await pipeline.run(batch)
+        assert stats.attempts == 2  # the overtaken copies were planned again
+        return [p.outcome.verdict for p in planned if isinstance(p.outcome, GameOutcome)]
+    finally:
+        await r.aclose()
+
+
+def test_a_later_copy_conflicting_with_the_winner_is_a_conflict_not_a_duplicate(redis_server: RedisServer) -> None:
+    # Both copies of ours say 1-0; the game was recorded by another process as 0-1 first.
+    ours = unrated_game("g1", "1-0")
+    verdict = asyncio.run(verdicts(redis_server.url, unrated_game("g1", "0-1"), [ours, ours]))
+    assert verdict == [Verdict.CONFLICT, Verdict.CONFLICT]
+
+
+def test_a_later_copy_matching_the_winner_is_a_duplicate_not_a_conflict(redis_server: RedisServer) -> None:
+    # Our first copy says 1-0, our second 0-1; the game was recorded as 0-1 first.
+    first, second = unrated_game("g1", "1-0"), unrated_game("g1", "0-1")
+    verdict = asyncio.run(verdicts(redis_server.url, second, [first, second]))
+    assert verdict == [Verdict.CONFLICT, Verdict.DUPLICATE]
+
+
+def test_copies_of_a_game_nobody_overtook_keep_their_verdicts(redis_server: RedisServer) -> None:
+    # The control: another game is recorded meanwhile; our copies are decided against each other.
+    first, second = unrated_game("g1", "1-0"), unrated_game("g1", "0-1")
+
+    async def run() -> list[Verdict]:
+        r = Redis.from_url(redis_server.url)
+        try:
+            other = RedisStore(r, PREFIX, "theirs", 60, 3600)
+            elsewhere = unrated_game("g2", "1-0")
+
+            async def record_elsewhere() -> None:
+                await other.apply([Write(elsewhere.game_id, facts_digest(elsewhere), (), ())])
+
+            pipeline = Pipeline(ENGINE, Overtaken(r, record_elsewhere), Publisher(None, "unused", 1.0))
+            planned, stats = await pipeline.run([first, first, second])
+            assert stats.attempts == 1
+            return [p.outcome.verdict for p in planned if isinstance(p.outcome, GameOutcome)]
+        finally:
+            await r.aclose()
+
+    assert asyncio.run(run()) == [Verdict.SKIPPED, Verdict.DUPLICATE, Verdict.CONFLICT]
