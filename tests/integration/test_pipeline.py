@@ -15,18 +15,22 @@ import pytest
 from redis.asyncio import Redis
 
 from schemas.game_finished import GameFinished
+from worker import keys
 from worker.embedded import RedisServer
-from worker.engine import Engine, GameOutcome, Verdict, facts_digest
+from worker.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict, facts_digest
 from worker.pipeline import Pipeline
 from worker.publish import Publisher
 from worker.rules.arena import ArenaRules
-from worker.schedule import Item
+from worker.rules.categories import Category
+from worker.schedule import Item, SeedItem
 from worker.store import Claimed, RedisStore, Watermark, Write
 
 pytestmark = pytest.mark.integration
 
 PREFIX = "test:"
 ENGINE = Engine(ArenaRules(), training_rating=1200)
+# Nothing these tests run publishes an event: the publisher is never called.
+NO_PUBLISHER = Publisher(None, "unused", 1.0)
 
 
 def unrated_game(game_id: str, result: str) -> GameFinished:
@@ -74,7 +78,7 @@ async def verdicts(redis_url: str, winner: GameFinished, batch: list[Item]) -> l
             assert applied == [True]
 
         # No event is published: unrated games change no rating (the publisher is never called).
-        pipeline = Pipeline(ENGINE, Overtaken(r, record_winner), Publisher(None, "unused", 1.0))
+        pipeline = Pipeline(ENGINE, Overtaken(r, record_winner), NO_PUBLISHER)
         planned, stats = await pipeline.run(batch)
         assert stats.attempts == 2  # the overtaken copies were planned again
         return [p.outcome.verdict for p in planned if isinstance(p.outcome, GameOutcome)]
@@ -109,7 +113,7 @@ def test_copies_of_a_game_nobody_overtook_keep_their_verdicts(redis_server: Redi
             async def record_elsewhere() -> None:
                 await other.apply([Write(elsewhere.game_id, facts_digest(elsewhere), (), ())])
 
-            pipeline = Pipeline(ENGINE, Overtaken(r, record_elsewhere), Publisher(None, "unused", 1.0))
+            pipeline = Pipeline(ENGINE, Overtaken(r, record_elsewhere), NO_PUBLISHER)
             planned, stats = await pipeline.run([first, first, second])
             assert stats.attempts == 1
             return [p.outcome.verdict for p in planned if isinstance(p.outcome, GameOutcome)]
@@ -117,3 +121,25 @@ def test_copies_of_a_game_nobody_overtook_keep_their_verdicts(redis_server: Redi
             await r.aclose()
 
     assert asyncio.run(run()) == [Verdict.SKIPPED, Verdict.DUPLICATE, Verdict.CONFLICT]
+
+
+def test_a_seed_row_expecting_a_seq_is_imported_only_over_that_seq(redis_server: RedisServer) -> None:
+    """The switch-over's check-and-set: a rating a worker changed since it was compared moves."""
+
+    async def run() -> tuple[list[SeedVerdict], bytes | None]:
+        r = Redis.from_url(redis_server.url)
+        try:
+            pipeline = Pipeline(ENGINE, RedisStore(r, PREFIX, "ours", 60, 3600), NO_PUBLISHER)
+            row = SeedRow("a", Category.BLITZ, 180000, 40)
+            # An import that publishes nothing: the store holds the seeded state (seq 1) directly.
+            await r.set(keys.state_key(PREFIX, row.key), b"1|150000|10|")
+            later = SeedRow("a", Category.BLITZ, 190000, 41)
+            planned, _ = await pipeline.run([SeedItem(row, True, expected_seq=0), SeedItem(later, True, 2)])
+            verdicts = [p.outcome.verdict for p in planned if isinstance(p.outcome, SeedOutcome)]
+            return verdicts, await r.get(keys.state_key(PREFIX, row.key))
+        finally:
+            await r.aclose()
+
+    verdicts, state = asyncio.run(run())
+    assert verdicts == [SeedVerdict.MOVED, SeedVerdict.MOVED]
+    assert state == b"1|150000|10|"  # nothing written

@@ -98,3 +98,133 @@ async def _rebuild(stack: Stack) -> None:
     assert round(event["rating_after"] * 100) == decode_state(rebuilt[key]).rating
     fixed = decode_state(prefixed(r, "rating:")[key])
     assert (fixed.rating, fixed.seq) == (decode_state(rebuilt[key]).rating, old.seq + 1)
+
+
+def final_states(lines: list[bytes]) -> dict[str, dict[str, object]]:
+    """Each rating's last `state`, from `rate` over the sample's seed and these games."""
+    offline = subprocess.run(
+        [sys.executable, "-m", "worker", "rate", "-", "--seed", str(SAMPLE_SEED), "--dlq", "/dev/null"],
+        input=b"\n".join(lines) + b"\n",
+        capture_output=True,
+        check=True,
+    )
+    out: dict[str, dict[str, object]] = {}
+    for line in offline.stdout.splitlines():
+        e = json.loads(line)
+        out[f"{e['player_id']}/{e['category']}"] = e["state"]
+    return out
+
+
+def test_a_switch_over_while_the_worker_runs_changes_nothing_when_no_rule_changed(stack: Stack) -> None:
+    asyncio.run(asyncio.wait_for(_live_switch_over(stack), 180))
+
+
+async def _live_switch_over(stack: Stack) -> None:
+    await stack.create_topics(games=1, ratings=2)
+    assert stack.import_seed(SAMPLE_SEED).returncode == 0
+    lines = SAMPLE.read_bytes().splitlines()
+    first, rest = lines[:250], lines[250:]
+    await stack.produce(first)
+    worker = stack.start_worker()
+    await wait_committed(stack, {0: len(first)})
+    built = command(stack, "rebuild", "--seed", str(SAMPLE_SEED))
+    assert built.returncode == 0, built.stderr
+    assert b"0 differ" in built.stderr
+
+    async def feed() -> None:  # the rest arrives while the switch-over runs
+        for start in range(0, len(rest), 25):
+            await stack.produce(rest[start : start + 25])
+            await asyncio.sleep(0.1)
+
+    feeding = asyncio.create_task(feed())
+    await asyncio.sleep(0.3)
+    switched = await asyncio.to_thread(command, stack, "switch-over")
+    await feeding
+    assert switched.returncode == 0, switched.stderr
+    assert b"0 imported events published" in switched.stderr
+    await wait_committed(stack, {0: len(lines)})
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+
+    records = await read_topic(stack.broker.bootstrap, stack.ratings_topic, 1)
+    events = [json.loads(r.value) for r in records if r.value is not None]
+    seeded = sum(1 for line in SAMPLE_SEED.read_text().splitlines()[1:] if line)
+    assert sum(1 for e in events if e["kind"] == "imported") == seeded  # the seed's, none from the switch-over
+    last: dict[str, dict[str, object]] = {}
+    for e in sorted(events, key=lambda e: e["seq"]):
+        last[f"{e['player_id']}/{e['category']}"] = e["state"]
+    assert last == final_states(lines)  # what the offline replay of the whole stream gives
+
+
+def game_at(game_id: str, finished_at: str, white: str, black: str) -> bytes:
+    return json.dumps(
+        {
+            "event_id": f"ev-{game_id}",
+            "game_id": game_id,
+            "finished_at": finished_at,
+            "rated": True,
+            "time_control": {"base_seconds": 180, "increment_seconds": 0},
+            "white_id": white,
+            "black_id": black,
+            "result": "1-0",
+            "termination": "checkmate",
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+def test_rebuild_orders_a_game_of_year_0000_before_the_others(stack: Stack) -> None:
+    asyncio.run(_year_zero(stack))
+
+
+async def _year_zero(stack: Stack) -> None:
+    await stack.create_topics(games=1, ratings=2)
+    seed = stack.tmp / "seed.csv"
+    seed.write_text("player_id,category,rating,rated_games\na,blitz,1800.00,40\nb,blitz,1700.00,40\n")
+    late = game_at("g-late", "2026-11-29T21:44:51Z", "a", "b")
+    # Year 0000, with an offset that takes it before the year's start in UTC.
+    early = game_at("g-early", "0000-01-01T00:30:00+01:00", "b", "a")
+    await stack.produce([late, early])
+    built = command(stack, "rebuild", "--seed", str(seed))
+    assert built.returncode == 0, built.stderr
+    offline = subprocess.run(
+        [sys.executable, "-m", "worker", "rate", "-", "--seed", str(seed), "--dlq", "/dev/null"],
+        input=early + b"\n" + late + b"\n",
+        capture_output=True,
+        check=True,
+    )
+    expected = {}
+    for line in offline.stdout.splitlines():
+        e = json.loads(line)
+        expected[f"{e['player_id']}/{e['category']}"] = e["state"]
+    r = redis.Redis.from_url(stack.redis.url)
+    rebuilt = prefixed(r, "rating-rebuild:")
+    for key, state in expected.items():
+        got = decode_state(rebuilt[key])
+        assert (got.seq, got.rated_games) == (state["seq"], state["rated_games"]), key
+        assert got.rating == round(float(state["rating"]) * 100), key  # type: ignore[arg-type]
+
+
+def test_rebuild_force_clears_its_prefix_and_an_overlapping_prefix_is_refused(stack: Stack) -> None:
+    asyncio.run(_force(stack))
+
+
+async def _force(stack: Stack) -> None:
+    await stack.create_topics(games=1, ratings=2)
+    assert stack.import_seed(SAMPLE_SEED).returncode == 0
+    lines = SAMPLE.read_bytes().splitlines()[:50]
+    await stack.produce(lines)
+    r = redis.Redis.from_url(stack.redis.url)
+    live = prefixed(r, "rating:")
+    assert live
+    r.set("rating-rebuild:s:stray/blitz", b"9|150000|3|")  # left by an earlier rebuild
+    r.set("rating-rebuild:g:stray-game", b"00")
+    forced = command(stack, "rebuild", "--seed", str(SAMPLE_SEED), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert r.get("rating-rebuild:s:stray/blitz") is None and r.get("rating-rebuild:g:stray-game") is None
+    assert prefixed(r, "rating-rebuild:")
+    for prefix in ("rating", "rating:x:", "r"):
+        overlapping = command(stack, "rebuild", "--prefix", prefix, "--force")
+        assert overlapping.returncode == 2, prefix
+        assert b"overlaps RATING_REDIS_KEY_PREFIX" in overlapping.stderr
+    assert prefixed(r, "rating:") == live  # nothing of the live prefix was touched or cleared

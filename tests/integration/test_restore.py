@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 import redis
+from redis.asyncio import Redis as AsyncRedis
 
+from tests.integration.audit import audit
 from tests.integration.conftest import Stack
 from tests.integration.kafka_io import Record, read_topic
 from tests.integration.test_stream import wait_committed
@@ -106,3 +108,134 @@ async def _ends(stack: Stack) -> dict[int, int]:
     for rec in records:
         end[rec.partition] = max(end.get(rec.partition, 0), rec.offset + 1)
     return end
+
+
+# --- outboxes, leases and games half published --------------------------------------------------
+
+PLAYERS = {"a": 180000, "b": 170000, "c": 160000, "d": 150000}  # rated blitz players (hundredths)
+
+
+def game_line(game_id: str, white: str, black: str, result: str = "1-0") -> bytes:
+    return json.dumps(
+        {
+            "event_id": f"ev-{game_id}",
+            "game_id": game_id,
+            "finished_at": "2026-11-29T21:44:51Z",
+            "rated": True,
+            "time_control": {"base_seconds": 180, "increment_seconds": 0},
+            "white_id": white,
+            "black_id": black,
+            "result": result,
+            "termination": "checkmate",
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+async def seeded_and_played(stack: Stack, games: list[bytes]) -> list[Record]:
+    """Seed PLAYERS, let a worker apply `games` and stop; the output topic's records."""
+    await stack.create_topics(games=1, ratings=2)
+    seed = stack.tmp / "seed.csv"
+    rows = [f"{p},blitz,{h // 100}.{h % 100:02d},40" for p, h in PLAYERS.items()]
+    seed.write_text("player_id,category,rating,rated_games\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    assert stack.import_seed(seed).returncode == 0
+    await stack.produce(games)
+    worker = stack.start_worker()
+    await wait_committed(stack, {0: len(games)})
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    return await read_topic(stack.broker.bootstrap, stack.ratings_topic, len(PLAYERS) + 2 * len(games))
+
+
+async def apply_unpublished(stack: Stack, line: bytes) -> dict[str, bytes]:
+    """Apply a game in Redis as a worker would, and crash before publishing: its events stay
+    in their outboxes (with a lease). Returns each rating's outbox."""
+    from tests.integration.test_store import ENGINE  # noqa: PLC0415
+    from worker.decode import decode_game  # noqa: PLC0415
+    from worker.schedule import plan, ratings_read  # noqa: PLC0415
+    from worker.store import RedisStore  # noqa: PLC0415
+
+    client = AsyncRedis.from_url(stack.redis.url)
+    try:
+        store = RedisStore(client, "rating:", "crashed-worker", 60, 3600)
+        game = decode_game(line, 65536)
+        snapshot = await store.read(ratings_read(ENGINE, game), [game.game_id])
+        (planned,) = plan(ENGINE, [game], snapshot)
+        assert planned.write is not None
+        applied, claimed = await store.apply([planned.write])
+        assert applied == [True]
+        return {r: events[-1] for r, events in claimed.outboxes.items()}
+    finally:
+        await client.aclose()
+
+
+def test_restore_leaves_a_rating_ahead_by_its_outbox_alone_even_when_forced(stack: Stack) -> None:
+    asyncio.run(_ahead(stack))
+
+
+async def _ahead(stack: Stack) -> None:
+    published = await seeded_and_played(stack, [game_line("g1", "a", "b"), game_line("g2", "c", "d")])
+    r = redis.Redis.from_url(stack.redis.url)
+    # A crash between the Redis apply of g3 and its publication: a/blitz and c/blitz are one
+    # change ahead of the topic, their events in their outboxes.
+    pending = await apply_unpublished(stack, game_line("g3", "a", "c", "0-1"))
+    ahead = {k: r.get(f"rating:s:{k}") for k in pending}
+    # b/blitz's outbox still holds its last event, which the topic has (the ack was lost).
+    last_b = max((rec for rec in published if rec.key == b"b/blitz"), key=lambda rec: rec.offset)
+    assert last_b.value is not None
+    r.rpush("rating:o:b/blitz", last_b.value)
+    r.set("rating:l:d/blitz", b"a-dead-worker")  # a lease left by a worker that died
+
+    forced = restore(stack, "--force")
+    assert forced.returncode == 0, forced.stderr
+    for k, state in ahead.items():  # left alone: the state after g3, and g3's events to publish
+        assert r.get(f"rating:s:{k}") == state
+        assert r.lrange(f"rating:o:{k}", 0, -1) == [pending[k]]
+    assert b"2 ahead of the topic by their outbox" in forced.stderr
+    assert r.llen("rating:o:b/blitz") == 0  # the topic has it: removed
+    assert list(r.scan_iter("rating:l:*")) == []  # every lease cleared
+
+    # The next worker publishes g3's events, then applies g4 after g3: one event per seq.
+    await stack.produce([game_line("g3", "a", "c", "0-1"), game_line("g4", "a", "d")])
+    worker = stack.start_worker()
+    await wait_committed(stack, {0: 4})
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    records = await read_topic(stack.broker.bootstrap, stack.ratings_topic, len(published) + 4)
+    result = audit(records)  # gapless seq, no seq with two different events, rules exact
+    assert [e.game_id for e in result.by_key["a/blitz"]] == [None, "g1", "g3", "g4"]
+
+
+def test_restore_refuses_with_its_reason_a_state_that_differs_at_the_same_seq(stack: Stack) -> None:
+    asyncio.run(_same_seq(stack))
+
+
+async def _same_seq(stack: Stack) -> None:
+    await seeded_and_played(stack, [game_line("g1", "a", "b")])
+    r = redis.Redis.from_url(stack.redis.url)
+    stored = r.get("rating:s:a/blitz")
+    assert isinstance(stored, bytes)
+    seq, rest = stored.split(b"|", 1)
+    r.set("rating:s:a/blitz", seq + b"|123456|" + rest.split(b"|", 2)[1] + b"|")
+    refused = restore(stack)
+    assert refused.returncode == 1
+    assert f"refused: a/blitz: the same seq {int(seq)} as the topic but another state".encode() in refused.stderr
+    assert b"the store stays untrusted until nothing is refused" in refused.stderr
+
+
+def test_restore_lists_a_game_whose_second_event_was_lost_with_redis(stack: Stack) -> None:
+    asyncio.run(_half_published(stack))
+
+
+async def _half_published(stack: Stack) -> None:
+    await seeded_and_played(stack, [game_line("g1", "a", "b")])
+    # g2 is applied; a/blitz's event reaches the topic, d/blitz's does not; then Redis is lost.
+    pending = await apply_unpublished(stack, game_line("g2", "a", "d"))
+    from tests.integration.kafka_io import produce  # noqa: PLC0415
+
+    await produce(stack.broker.bootstrap, stack.ratings_topic, [pending["a/blitz"]], [b"a/blitz"])
+    redis.Redis.from_url(stack.redis.url).flushall()
+    done = restore(stack)
+    assert done.returncode == 0, done.stderr
+    assert b"partial: g2: d/blitz has no event on the topic" in done.stderr
+    assert b"partial: g1" not in done.stderr  # both of g1's events are there
