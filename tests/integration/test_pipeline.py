@@ -136,7 +136,9 @@ def test_a_seed_row_expecting_a_seq_is_imported_only_over_that_seq(redis_server:
             later = SeedRow("a", Category.BLITZ, 190000, 41)
             planned, _ = await pipeline.run([SeedItem(row, True, expected_seq=0), SeedItem(later, True, 2)])
             verdicts = [p.outcome.verdict for p in planned if isinstance(p.outcome, SeedOutcome)]
-            return verdicts, await r.get(keys.state_key(PREFIX, row.key))
+            stored = await r.get(keys.state_key(PREFIX, row.key))
+            assert stored is None or isinstance(stored, bytes)
+            return verdicts, stored
         finally:
             await r.aclose()
 

@@ -202,7 +202,7 @@ async def _year_zero(stack: Stack) -> None:
     for key, state in expected.items():
         got = decode_state(rebuilt[key])
         assert (got.seq, got.rated_games) == (state["seq"], state["rated_games"]), key
-        assert got.rating == round(float(state["rating"]) * 100), key  # type: ignore[arg-type]
+        assert got.rating == round(float(state["rating"]) * 100), key
 
 
 def test_rebuild_force_clears_its_prefix_and_an_overlapping_prefix_is_refused(stack: Stack) -> None:
