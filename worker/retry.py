@@ -180,11 +180,11 @@ async def retrying(operation: Operation, attempt: Callable[..., Awaitable[T]], *
                 level = logging.ERROR if failures in (1, 10) or failures % 100 == 0 else logging.DEBUG
             log.log(
                 level,
-                "%s (%s: %s); %s retried %d times, next in %.2f s",
+                "%s: %s failed (%s: %s); retry %d in %.2f s",
                 _what(operation, e),
+                operation.label,
                 type(e).__name__,
                 e,
-                operation.label,
                 failures,
                 delay,
             )

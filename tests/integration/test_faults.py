@@ -254,7 +254,7 @@ async def _redis_killed(stack: Stack) -> None:
         await load.stop()
 
 
-REDIS_RETRIES = r"(reading states|applying states|acknowledging outboxes|claiming outboxes) failed \(\w+"
+REDIS_RETRIES = r"(redis_read|redis_apply|redis_ack|redis_claim) failed \(\w+"
 
 
 def retried_what(stack: Stack) -> dict[str, int]:
@@ -360,7 +360,7 @@ async def _replies_lost(stack: Stack) -> None:
             proxy.heal()
         fault_end = time.monotonic()
         done, recovery, first = await settle(load, fault_end, feeding)
-        assert retried(stack, "acknowledging outboxes failed"), "worker 0 never retried an acknowledgement"
+        assert retried(stack, "redis_ack failed"), "worker 0 never retried an acknowledgement"
         result = await account_load(
             load,
             "one replica's redis replies lost 30 s",
