@@ -150,9 +150,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
+    from worker.logs import configure_logging  # noqa: PLC0415
     from worker.topics import create  # noqa: PLC0415
 
     settings = _worker_settings()
+    configure_logging(settings.log_level)
     created = _one_shot(settings, lambda: create(settings, args.partitions, args.replication))
     print(f"topics: created {', '.join(created) or 'none (all exist)'}", file=sys.stderr)
     return 0

@@ -92,10 +92,20 @@ def addresses(settings: WorkerSettings) -> dict[str, str]:
 
 
 async def close_quietly(*closing: Awaitable[object]) -> None:
-    """Await each close within CLOSE_SECONDS; one that fails or hangs is left behind."""
+    """Await each close within CLOSE_SECONDS; one that fails or hangs is left behind.
+
+    A client may also raise CancelledError from its own close (aiokafka's consumer awaits the
+    fetch tasks it has just cancelled, when the broker is gone): that is its failure, not a
+    cancellation of ours, unless ours is under way, which is then passed on.
+    """
     for close in closing:
         try:
             async with asyncio.timeout(CLOSE_SECONDS):
                 await close
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            log.debug("closing a client raised CancelledError of its own")
         except Exception as e:  # an unreachable server: nothing more to do before exiting
             log.debug("closing a client failed (%s: %s)", type(e).__name__, e)

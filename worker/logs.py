@@ -25,11 +25,28 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
+class KafkaClientErrorsAsWarnings(logging.Filter):
+    """aiokafka logs each failed connection at ERROR ("Unable connect to ..."), many a second
+    while a broker is away. The worker's own retry line, which names the dependency and the
+    setting that points at it, is the error: the client's own lines become warnings."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("aiokafka") and record.levelno == logging.ERROR:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return record.levelno >= self.level
+
+
 def configure_logging(level: str) -> None:
+    threshold = logging.getLevelName(level.upper())
     handler = logging.StreamHandler(sys.stderr)
     if sys.stderr.isatty():
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     else:
         handler.setFormatter(JsonFormatter())
-    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
-    logging.getLogger("aiokafka").setLevel(max(logging.WARNING, logging.getLevelName(level.upper())))
+    handler.addFilter(KafkaClientErrorsAsWarnings(threshold))
+    logging.basicConfig(level=threshold, handlers=[handler], force=True)
+    logging.getLogger("aiokafka").setLevel(max(logging.WARNING, threshold))

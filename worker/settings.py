@@ -187,6 +187,12 @@ class WorkerSettings(RulesSettings):
         db = parts.path.strip("/")
         if db and not db.isdigit():
             raise ValueError("has a database that is not a number (redis://host:port/0)")
+        from redis.asyncio.connection import parse_url  # noqa: PLC0415  # the client's own reading
+
+        try:
+            parse_url(url)
+        except ValueError as e:  # redis-py names the option, never its value
+            raise ValueError(f"has an option that is not valid: {e}") from None
         return value
 
     @model_validator(mode="after")
