@@ -3,8 +3,9 @@
 A dead letter copies the bad record's key, value and headers, then adds the five error
 headers (contract, "Bad input"). It must also fit what Kafka accepts: a record larger than
 the producer's request limit, or than the broker's, is refused for good, and retrying it
-would block its partition for ever. So a dead letter is cut to fit before it is sent (value
-first, then the original headers, then the key) and says what was cut in a sixth header,
+would block its partition for ever. So a dead letter is cut to fit before it is sent (original
+headers that leave no room for the value, then the value, then the other original headers,
+then the key) and says what was cut in a sixth header,
 `error.truncated`; if the broker still refuses its size, it is cut to half and sent again.
 """
 
@@ -65,8 +66,9 @@ def dead_letter_record(letter: DeadLetter, max_bytes: int, budget: int) -> tuple
 
     The original headers come first, but one named like an error header is renamed
     `original.<name>`; a `too_large` value is cut to `max_bytes` (the contract). Then, if the
-    record is still over the budget: the value is cut, then the original headers are
-    dropped, then the key is cut, and `error.truncated` says what was cut.
+    record is still over the budget: original headers that leave no room for any of the value
+    are dropped, the value is cut to the room left, the other original headers are dropped,
+    the key is cut; and `error.truncated` says what was cut.
     """
     source, error = letter.source, letter.error
     key, value = source.key, source.value

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from tests.integration.audit import audit
 from tests.integration.conftest import Stack
@@ -152,3 +153,83 @@ async def _end_offsets(stack: Stack) -> dict[int, int]:
     for r in records:
         end[r.partition] = max(end[r.partition], r.offset + 1)
     return dict(end)
+
+
+def test_a_dead_letter_larger_than_kafka_takes_is_cut_to_fit_and_the_partition_goes_on(stack: Stack) -> None:
+    asyncio.run(asyncio.wait_for(_cut_to_fit(stack), 60))
+
+
+async def _cut_to_fit(stack: Stack) -> None:
+    await stack.create_topics(games=1, ratings=2)
+    assert stack.import_seed(SAMPLE_SEED).returncode == 0
+    # A bad record whose key and headers alone pass the worker's 1 MiB request limit: Kafka would
+    # refuse its dead letter for good (before: retried for ever, the partition blocked behind it).
+    key, value = b"k" * 300_000, b"{not json" + b" " * 30_000
+    headers = [("trace", b"t" * 400_000), ("error.kind", b"spoofed"), ("more", b"m" * 400_000)]
+    sim = ArenaSimulation(40, seed=7)
+    sim.players = [p for p in sim.players if p.established]
+    good = [json.dumps(sim.game()).encode() for _ in range(5)]
+    producer = AIOKafkaProducer(bootstrap_servers=stack.broker.bootstrap, max_request_size=4 * 1024 * 1024)
+    await producer.start()
+    try:
+        await (await producer.send(stack.games_topic, value, key=key, headers=headers))
+        for line in good:
+            await (await producer.send(stack.games_topic, line))
+    finally:
+        await producer.stop()
+    stack.start_worker()
+    await wait_committed(stack, {0: 1 + len(good)})  # the good games after it were applied
+    (letter,) = await read_topic(stack.broker.bootstrap, stack.dlq_topic, 1)
+    assert letter.key == key and letter.value == value  # both fit once the headers are dropped
+    assert letter.headers["error.kind"] == "invalid_json"
+    assert letter.headers["error.truncated"] == "3 original headers dropped"
+    assert "trace" not in letter.headers and "original.error.kind" not in letter.headers
+    r = redis.Redis.from_url(stack.redis.url)
+    assert all(r.exists(f"rating:g:{json.loads(g)['game_id']}") for g in good)
+
+
+def test_a_dead_letter_carries_the_original_headers_first_renaming_those_named_like_error_headers(
+    stack: Stack,
+) -> None:
+    asyncio.run(asyncio.wait_for(_original_headers(stack), 60))
+
+
+async def _original_headers(stack: Stack) -> None:
+    await stack.create_topics(games=1, ratings=2)
+    producer = AIOKafkaProducer(bootstrap_servers=stack.broker.bootstrap)
+    await producer.start()
+    try:
+        headers = [("trace-id", b"abc"), ("error.kind", b"spoofed"), ("source.offset", b"x")]
+        await (await producer.send(stack.games_topic, b"[1, 2]", key=b"k", headers=headers))
+    finally:
+        await producer.stop()
+    stack.start_worker()
+    await wait_committed(stack, {0: 1})
+    (letter,) = await read_topic(stack.broker.bootstrap, stack.dlq_topic, 1)
+    raw = await _raw_headers(stack)
+    assert [name for name, _ in raw] == [
+        "trace-id",
+        "original.error.kind",
+        "original.source.offset",
+        "error.kind",
+        "error.message",
+        "source.topic",
+        "source.partition",
+        "source.offset",
+    ]
+    assert raw[:3] == [("trace-id", b"abc"), ("original.error.kind", b"spoofed"), ("original.source.offset", b"x")]
+    assert letter.headers["error.kind"] == "invalid_schema" and letter.headers["source.offset"] == "0"
+
+
+async def _raw_headers(stack: Stack) -> list[tuple[str, bytes]]:
+    """The dead letter's headers as bytes, in order (read_topic decodes them into a dict)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=stack.broker.bootstrap, auto_offset_reset="earliest")
+    await consumer.start()
+    try:
+        consumer.assign([TopicPartition(stack.dlq_topic, 0)])
+        await consumer.seek_to_beginning()
+        while True:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                return list(records[0].headers)
+    finally:
+        await consumer.stop()
