@@ -41,7 +41,7 @@ from worker.simulation import ArenaSimulation
 from worker.state_codec import decode_state
 from worker.store import RedisStore
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 PREFIX = "rating:"
 LEASE = 1.0  # seconds: the stopped process's leases expire quickly on the promoted replica

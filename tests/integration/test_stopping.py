@@ -25,7 +25,7 @@ from tests.integration.kafka_io import produce
 from worker.connections import close_quietly
 from worker.embedded import Broker, create_topics, free_port, start_worker
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 GRACE = 3.0  # RATING_SHUTDOWN_GRACE_SECONDS in every test here
 CLOSE = 5.0  # worker.connections.CLOSE_SECONDS: the README's bound is the grace plus this

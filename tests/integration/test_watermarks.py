@@ -21,7 +21,7 @@ from tests.integration.test_stream import wait_committed
 from worker import keys
 from worker.simulation import ArenaSimulation
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 PREFIX = "rating:"
 PARTITIONS = 2
