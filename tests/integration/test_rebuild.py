@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -54,15 +55,7 @@ async def _rebuild(stack: Stack) -> None:
     live = prefixed(r, "rating:")
 
     # The sample is in (finished_at, game_id) order already: the rebuild must equal `rate`.
-    offline = subprocess.run(
-        [sys.executable, "-m", "worker", "rate", str(SAMPLE), "--seed", str(SAMPLE_SEED), "--dlq", "/dev/null"],
-        capture_output=True,
-        check=True,
-    )
-    expected: dict[str, dict[str, object]] = {}
-    for line in offline.stdout.splitlines():
-        e = json.loads(line)
-        expected[f"{e['player_id']}/{e['category']}"] = e["state"]
+    expected = offline_states(lines, SAMPLE_SEED)
     built = command(stack, "rebuild", "--seed", str(SAMPLE_SEED))
     assert built.returncode == 0, built.stderr
     rebuilt = prefixed(r, "rating-rebuild:")
@@ -71,7 +64,7 @@ async def _rebuild(stack: Stack) -> None:
         state = decode_state(value)
         want = expected[key]
         assert state.rated_games == want["rated_games"] and state.seq == want["seq"], key
-        assert (None if want["rating"] is None else round(float(want["rating"]) * 100)) == state.rating, key  # type: ignore[arg-type]
+        assert (None if want["rating"] is None else round(float(want["rating"]) * 100)) == state.rating, key
     assert prefixed(r, "rating:") == live  # the live state is untouched
     assert b"0 differ" in built.stderr
 
@@ -100,15 +93,15 @@ async def _rebuild(stack: Stack) -> None:
     assert (fixed.rating, fixed.seq) == (decode_state(rebuilt[key]).rating, old.seq + 1)
 
 
-def final_states(lines: list[bytes]) -> dict[str, dict[str, object]]:
-    """Each rating's last `state`, from `rate` over the sample's seed and these games."""
+def offline_states(lines: list[bytes], seed: Path) -> dict[str, dict[str, Any]]:
+    """Each rating's last `state`, from `rate` over `seed` and these games in this order."""
     offline = subprocess.run(
-        [sys.executable, "-m", "worker", "rate", "-", "--seed", str(SAMPLE_SEED), "--dlq", "/dev/null"],
+        [sys.executable, "-m", "worker", "rate", "-", "--seed", str(seed), "--dlq", "/dev/null"],
         input=b"\n".join(lines) + b"\n",
         capture_output=True,
         check=True,
     )
-    out: dict[str, dict[str, object]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for line in offline.stdout.splitlines():
         e = json.loads(line)
         out[f"{e['player_id']}/{e['category']}"] = e["state"]
@@ -153,7 +146,7 @@ async def _live_switch_over(stack: Stack) -> None:
     last: dict[str, dict[str, object]] = {}
     for e in sorted(events, key=lambda e: e["seq"]):
         last[f"{e['player_id']}/{e['category']}"] = e["state"]
-    assert last == final_states(lines)  # what the offline replay of the whole stream gives
+    assert last == offline_states(lines, SAMPLE_SEED)  # what the offline replay of the whole stream gives
 
 
 def game_at(game_id: str, finished_at: str, white: str, black: str) -> bytes:
@@ -187,16 +180,7 @@ async def _year_zero(stack: Stack) -> None:
     await stack.produce([late, early])
     built = command(stack, "rebuild", "--seed", str(seed))
     assert built.returncode == 0, built.stderr
-    offline = subprocess.run(
-        [sys.executable, "-m", "worker", "rate", "-", "--seed", str(seed), "--dlq", "/dev/null"],
-        input=early + b"\n" + late + b"\n",
-        capture_output=True,
-        check=True,
-    )
-    expected = {}
-    for line in offline.stdout.splitlines():
-        e = json.loads(line)
-        expected[f"{e['player_id']}/{e['category']}"] = e["state"]
+    expected = offline_states([early, late], seed)
     r = redis.Redis.from_url(stack.redis.url)
     rebuilt = prefixed(r, "rating-rebuild:")
     for key, state in expected.items():

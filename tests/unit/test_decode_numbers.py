@@ -3,23 +3,13 @@ by the schema (invalid_schema in a field it checks, ignored in an unknown field)
 malformed JSON, and a message that is malformed as well keeps the parser's own error and column."""
 
 import json
-from typing import Any
 
 import pytest
 
+from tests.contract import VALID_GAME
 from worker.decode import BadInput, ErrorKind, decode_game
 
-VALID: dict[str, Any] = {
-    "event_id": "ev-1",
-    "game_id": "g1",
-    "finished_at": "2026-11-29T21:44:51Z",
-    "rated": True,
-    "time_control": {"base_seconds": 180, "increment_seconds": 0},
-    "white_id": "alice",
-    "black_id": "bob",
-    "result": "1-0",
-    "termination": "checkmate",
-}
+VALID = VALID_GAME
 MAX_BYTES = 1024 * 1024
 BASE = b'"base_seconds": 180'  # as json.dumps writes it
 

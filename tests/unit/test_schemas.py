@@ -9,19 +9,9 @@ from pydantic import ValidationError
 
 from schemas.game_finished import GameFinished
 from schemas.seed_record import SeedRecord
-from tests.contract import RESULTS, TERMINATIONS
+from tests.contract import RESULTS, TERMINATIONS, VALID_GAME
 
-VALID: dict[str, Any] = {
-    "event_id": "ev-1",
-    "game_id": "g1",
-    "finished_at": "2026-11-29T21:44:51Z",
-    "rated": True,
-    "time_control": {"base_seconds": 180, "increment_seconds": 0},
-    "white_id": "alice",
-    "black_id": "bob",
-    "result": "1-0",
-    "termination": "checkmate",
-}
+VALID = VALID_GAME
 
 
 def parse(**changes: Any) -> GameFinished:
