@@ -11,13 +11,13 @@ import asyncio
 
 from redis.asyncio import Redis
 
-from worker.embedded import RedisServer
-from worker.engine import Engine, SeedRow
-from worker.memory_store import MemoryStore
+from worker.embedded.stack import RedisServer
+from worker.engine.engine import Engine, SeedRow
+from worker.replay.memory_store import MemoryStore
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
-from worker.state_codec import encode_state
-from worker.store import RedisStore, Write
+from worker.store.redis_store import RedisStore, Write
+from worker.store.state_codec import encode_state
 
 CHUNK = 1000
 RETENTION = 30 * 24 * 3600

@@ -19,11 +19,11 @@ import tracemalloc
 from pathlib import Path
 
 from schemas.game_finished import GameFinished
-from worker.engine import Engine, SeedRow
-from worker.memory_store import MemoryStore
+from worker.embedded.simulation import ArenaSimulation
+from worker.engine.engine import Engine, SeedRow
+from worker.replay.memory_store import MemoryStore
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
-from worker.simulation import ArenaSimulation
 
 
 def generate(directory: Path, games: int, players: int) -> tuple[Path, Path]:

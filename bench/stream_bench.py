@@ -44,9 +44,8 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from redis.asyncio import Redis
 
-from worker import keys
-from worker.decode import decode_game
-from worker.embedded import (
+from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.stack import (
     TANSU_FETCH_WAIT_MS,
     Broker,
     RedisServer,
@@ -55,13 +54,14 @@ from worker.embedded import (
     start_worker,
     worker_env,
 )
-from worker.engine import Engine, Verdict
-from worker.publish import Publisher
+from worker.engine.decoder import decode_game
+from worker.engine.engine import Engine, Verdict
 from worker.rules.arena import ArenaRules
 from worker.rules.state import UNSEEN
 from worker.settings import WorkerSettings
-from worker.simulation import ArenaSimulation
-from worker.state_codec import decode_state, encode_state
+from worker.store import keys
+from worker.store.state_codec import decode_state, encode_state
+from worker.stream.publisher import Publisher
 
 PARTITIONS = 6  # input partitions: room for 2 workers (and more) to share the load
 OUT_PARTITIONS = 6
@@ -73,7 +73,7 @@ POLL = 0.05  # seconds between two reads of the committed offsets
 TICK = 0.01  # seconds between two sends of the steady load
 BEHIND_LIMIT = 2.0  # seconds after the load: a consumer still busy longer than this fell behind
 DEFAULTS = WorkerSettings()
-# On tansu, a fetch is answered only when its wait runs out (worker.embedded): every consumer of
+# On tansu, a fetch is answered only when its wait runs out (worker.embedded.stack): every consumer of
 # the benchmark waits 10 ms, the worker too in the runs marked so (and the soak).
 TANSU_SETTINGS: dict[str, object] = {"kafka_fetch_max_wait_ms": TANSU_FETCH_WAIT_MS}
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -1,7 +1,7 @@
 """Output: `arena.rating.changed.v1`, one event per changed rating (key `{player_id}/{category}`).
 
 These models describe and validate the events; the worker encodes them itself, byte for byte
-as the contract's "Encoding" section says (`worker.events`), and never re-encodes them.
+as the contract's "Encoding" section says (`worker.engine.events`), and never re-encodes them.
 """
 
 from decimal import Decimal

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from pydantic import ValidationError
 
-from worker.engine import Engine
-from worker.progress import Progress
-from worker.replay import replay
+from worker.engine.engine import Engine
+from worker.engine.seed_rows import SeedFileError
+from worker.replay.progress import Progress
+from worker.replay.replay import replay
+from worker.replay.seed_file import read_seed_file
 from worker.rules.arena import ArenaRules
-from worker.seeding import SeedFileError, read_seed_file
 from worker.settings import RulesSettings
 
 if TYPE_CHECKING:
@@ -36,10 +37,10 @@ class CommandFailed(Exception):
 
 
 def _one_shot(settings: "WorkerSettings", command: "Callable[[], Awaitable[T]]") -> T:
-    """Run a one-shot command against Kafka and Redis (see `worker.service.run_command`)."""
-    from worker.rebuild import NotReady  # noqa: PLC0415
-    from worker.retry import Unreachable, transient  # noqa: PLC0415
-    from worker.service import run_command  # noqa: PLC0415
+    """Run a one-shot command against Kafka and Redis (see `worker.service.process.run_command`)."""
+    from worker.operate.switch_over import NotReady  # noqa: PLC0415
+    from worker.service.process import run_command  # noqa: PLC0415
+    from worker.stream.retry import Unreachable, transient  # noqa: PLC0415
 
     try:
         return run_command(settings, command)
@@ -117,8 +118,8 @@ def _worker_settings() -> "WorkerSettings":
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from worker.logs import configure_logging  # noqa: PLC0415
-    from worker.service import serve  # noqa: PLC0415  # Kafka and Redis clients load only here
+    from worker.service.logs import configure_logging  # noqa: PLC0415
+    from worker.service.process import serve  # noqa: PLC0415  # Kafka and Redis clients load only here
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
@@ -126,8 +127,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from worker.importer import import_ratings  # noqa: PLC0415
-    from worker.logs import configure_logging  # noqa: PLC0415
+    from worker.operate.importer import import_ratings  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
@@ -144,14 +145,14 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from worker.demo import demo  # noqa: PLC0415
+    from worker.embedded.demo import demo  # noqa: PLC0415
 
     return asyncio.run(demo(args.players, args.rate, args.workers, args.duration))
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
-    from worker.logs import configure_logging  # noqa: PLC0415
-    from worker.topics import create  # noqa: PLC0415
+    from worker.operate.topics import create  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
@@ -161,8 +162,8 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from worker.logs import configure_logging  # noqa: PLC0415
-    from worker.restore import restore  # noqa: PLC0415
+    from worker.operate.restore import restore  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
@@ -184,8 +185,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from worker.logs import configure_logging  # noqa: PLC0415
-    from worker.rebuild import check_prefix, rebuild  # noqa: PLC0415
+    from worker.operate.rebuild import check_prefix, rebuild  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
@@ -203,8 +204,9 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_switch_over(args: argparse.Namespace) -> int:
-    from worker.logs import configure_logging  # noqa: PLC0415
-    from worker.rebuild import check_prefix, switch_over  # noqa: PLC0415
+    from worker.operate.rebuild import check_prefix  # noqa: PLC0415
+    from worker.operate.switch_over import switch_over  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
@@ -239,7 +241,7 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from worker.simulation import ArenaSimulation  # noqa: PLC0415  # only this command needs it
+    from worker.embedded.simulation import ArenaSimulation  # noqa: PLC0415  # only this command needs it
 
     sim = ArenaSimulation(args.players, seed=args.random_seed)
     try:

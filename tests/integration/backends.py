@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from worker.embedded import Broker, RedisServer
+from worker.embedded.stack import Broker, RedisServer
 
 BACKEND = os.environ.get("RATING_TEST_BACKEND", "local")
 KAFKA_IMAGE = "apache/kafka:3.8.0"

@@ -16,7 +16,7 @@ import pytest
 
 from tests.integration.backends import start_broker, start_redis
 from tests.integration.kafka_io import produce
-from worker.embedded import Broker, RedisServer, create_topics, start_worker, worker_env
+from worker.embedded.stack import Broker, RedisServer, create_topics, start_worker, worker_env
 
 _counter = itertools.count()
 

@@ -39,9 +39,9 @@ from tests.integration.conftest import Stack
 from tests.integration.fault_report import FaultReport, report_fault
 from tests.integration.kafka_io import Record, read_topic
 from tests.integration.test_replicas import logs_tail, seq_regressions
-from worker import keys
-from worker.embedded import Broker, RedisServer
-from worker.state_codec import decode_state
+from worker.embedded.stack import Broker, RedisServer
+from worker.store import keys
+from worker.store.state_codec import decode_state
 
 PREFIX = "rating:"  # the worker's default RATING_REDIS_KEY_PREFIX
 SAMPLE_EVERY = 0.1  # seconds between two samples of the committed offsets

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import redis
 
-from worker.embedded import RedisServer
+from worker.embedded.stack import RedisServer
 
 LINK_SECONDS = 10.0
 

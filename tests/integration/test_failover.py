@@ -29,17 +29,17 @@ from tests.integration.kafka_io import committed, read_topic
 from tests.integration.replication import promote, start_replica
 from tests.integration.test_replicas import keyed, logs_tail
 from tests.integration.test_store import make_game
-from worker import keys
-from worker.embedded import RedisServer
-from worker.engine import Engine, SeedRow
-from worker.pipeline import Pipeline
-from worker.publish import Publisher
+from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.stack import RedisServer
+from worker.engine.engine import Engine, SeedRow
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
-from worker.schedule import Item, SeedItem
-from worker.simulation import ArenaSimulation
-from worker.state_codec import decode_state
-from worker.store import RedisStore
+from worker.store import keys
+from worker.store.redis_store import RedisStore
+from worker.store.state_codec import decode_state
+from worker.stream.pipeline import Pipeline
+from worker.stream.publisher import Publisher
+from worker.stream.schedule import Item, SeedItem
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 

@@ -62,9 +62,9 @@ from tests.integration.faults_common import (
     thaw_process,
 )
 from tests.integration.test_replicas import end_offsets, seeded_simulation
-from worker.connections import KAFKA_CLIENT_ID
-from worker.embedded import Broker
-from worker.store import _ACK
+from worker.embedded.stack import Broker
+from worker.service.connections import KAFKA_CLIENT_ID
+from worker.store.scripts import ACK
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.slow]
 
@@ -321,7 +321,7 @@ async def _redis_frozen(stack: Stack, lease: float) -> None:
 
 # 3b. One replica cut off from Redis's replies for 30 s while it publishes (the lease outlives it).
 
-ACK_SHA = hashlib.sha1(_ACK.encode()).hexdigest().encode()  # what an acknowledgement request carries
+ACK_SHA = hashlib.sha1(ACK.encode()).hexdigest().encode()  # what an acknowledgement request carries
 BIG_ACK = 3000  # bytes: an acknowledgement of ~10 outboxes (each carries the event it drops)
 
 

@@ -16,14 +16,14 @@ from redis.asyncio import Redis
 from schemas.game_finished import GameFinished
 from tests.integration.conftest import Stack
 from tests.integration.kafka_io import Record, read_topic
-from worker import keys
-from worker.engine import Engine
+from worker.engine.engine import Engine
+from worker.replay.seed_file import read_seed_file
 from worker.rules.arena import ArenaRules
 from worker.rules.state import UNSEEN, RatingState
-from worker.schedule import plan
-from worker.seeding import read_seed_file
-from worker.state_codec import decode_state, encode_state
-from worker.store import RedisStore, Write
+from worker.store import keys
+from worker.store.redis_store import RedisStore, Write
+from worker.store.state_codec import decode_state, encode_state
+from worker.stream.schedule import plan
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import redis
 
 from tests.integration.conftest import Stack
 from tests.integration.test_stream import wait_committed
-from worker.embedded import RedisServer, free_port
+from worker.embedded.stack import RedisServer, free_port
 
 pytestmark = pytest.mark.integration
 

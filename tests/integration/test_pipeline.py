@@ -15,15 +15,15 @@ import pytest
 from redis.asyncio import Redis
 
 from schemas.game_finished import GameFinished
-from worker import keys
-from worker.embedded import RedisServer
-from worker.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict, facts_digest
-from worker.pipeline import Pipeline
-from worker.publish import Publisher
+from worker.embedded.stack import RedisServer
+from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict, facts_digest
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
-from worker.schedule import Item, SeedItem
-from worker.store import Claimed, RedisStore, Watermark, Write
+from worker.store import keys
+from worker.store.redis_store import Claimed, RedisStore, Watermark, Write
+from worker.stream.pipeline import Pipeline
+from worker.stream.publisher import Publisher
+from worker.stream.schedule import Item, SeedItem
 
 pytestmark = pytest.mark.integration
 

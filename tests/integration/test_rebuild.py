@@ -15,7 +15,7 @@ import redis
 from tests.integration.conftest import Stack
 from tests.integration.kafka_io import read_topic
 from tests.integration.test_stream import wait_committed
-from worker.state_codec import decode_state, encode_state
+from worker.store.state_codec import decode_state, encode_state
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE, SAMPLE_SEED = REPO / "samples/games.jsonl", REPO / "samples/seed.csv"

@@ -26,9 +26,9 @@ from tests.integration.conftest import Stack
 from tests.integration.fault_report import FaultReport, report_fault
 from tests.integration.kafka_io import Record, committed, read_topic
 from tests.integration.test_stream import wait_committed
-from worker import keys
-from worker.simulation import ArenaSimulation
-from worker.state_codec import decode_state
+from worker.embedded.simulation import ArenaSimulation
+from worker.store import keys
+from worker.store.state_codec import decode_state
 
 pytestmark = pytest.mark.integration
 

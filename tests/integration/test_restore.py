@@ -151,9 +151,9 @@ async def apply_unpublished(stack: Stack, line: bytes) -> dict[str, bytes]:
     """Apply a game in Redis as a worker would, and crash before publishing: its events stay
     in their outboxes (with a lease). Returns each rating's outbox."""
     from tests.integration.test_store import ENGINE  # noqa: PLC0415
-    from worker.decode import decode_game  # noqa: PLC0415
-    from worker.schedule import plan, ratings_read  # noqa: PLC0415
-    from worker.store import RedisStore  # noqa: PLC0415
+    from worker.engine.decoder import decode_game  # noqa: PLC0415
+    from worker.store.redis_store import RedisStore  # noqa: PLC0415
+    from worker.stream.schedule import plan, ratings_read  # noqa: PLC0415
 
     client = AsyncRedis.from_url(stack.redis.url)
     try:

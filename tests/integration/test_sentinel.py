@@ -11,10 +11,10 @@ import pytest
 from redis.asyncio import Redis
 
 from tests.integration.replication import start_replica
-from worker.connections import make_redis
-from worker.embedded import RedisServer, free_port
+from worker.embedded.stack import RedisServer, free_port
+from worker.service.connections import make_redis
 from worker.settings import WorkerSettings
-from worker.store import RedisStore, Write
+from worker.store.redis_store import RedisStore, Write
 
 pytestmark = pytest.mark.integration
 

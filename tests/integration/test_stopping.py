@@ -22,13 +22,13 @@ import pytest
 
 from tests.integration.conftest import Stack
 from tests.integration.kafka_io import produce
-from worker.connections import close_quietly
-from worker.embedded import Broker, create_topics, free_port, start_worker
+from worker.embedded.stack import Broker, create_topics, free_port, start_worker
+from worker.service.connections import close_quietly
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 GRACE = 3.0  # RATING_SHUTDOWN_GRACE_SECONDS in every test here
-CLOSE = 5.0  # worker.connections.CLOSE_SECONDS: the README's bound is the grace plus this
+CLOSE = 5.0  # worker.service.connections.CLOSE_SECONDS: the README's bound is the grace plus this
 BOUND = GRACE + CLOSE
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "samples/seed.csv"

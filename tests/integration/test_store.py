@@ -12,15 +12,15 @@ import pytest
 from redis.asyncio import Redis
 
 from schemas.game_finished import GameFinished
-from worker import keys
-from worker.embedded import RedisServer
-from worker.engine import Engine, SeedRow, Update, Verdict, facts_digest
+from worker.embedded.stack import RedisServer
+from worker.engine.engine import Engine, SeedRow, Update, Verdict, facts_digest
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
-from worker.schedule import plan
-from worker.state_codec import decode_state, encode_state
-from worker.store import RedisStore, Write
+from worker.store import keys
+from worker.store.redis_store import RedisStore, Write
+from worker.store.state_codec import decode_state, encode_state
+from worker.stream.schedule import plan
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from tests.integration.audit import audit
 from tests.integration.conftest import Stack
 from tests.integration.kafka_io import committed, read_topic
-from worker.simulation import ArenaSimulation
+from worker.embedded.simulation import ArenaSimulation
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE, SAMPLE_SEED = REPO / "samples/games.jsonl", REPO / "samples/seed.csv"

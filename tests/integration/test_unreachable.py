@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import Stack
-from worker.embedded import free_port
+from worker.embedded.stack import free_port
 
 pytestmark = pytest.mark.integration
 

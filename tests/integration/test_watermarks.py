@@ -18,8 +18,8 @@ from tests.integration.conftest import Stack
 from tests.integration.kafka_io import committed, read_topic
 from tests.integration.test_replicas import keyed, logs_tail
 from tests.integration.test_stream import wait_committed
-from worker import keys
-from worker.simulation import ArenaSimulation
+from worker.embedded.simulation import ArenaSimulation
+from worker.store import keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 

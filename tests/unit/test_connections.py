@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from worker.connections import kafka_options, redis_options
+from worker.service.connections import kafka_options, redis_options
 from worker.settings import WorkerSettings
 
 

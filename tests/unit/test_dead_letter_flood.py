@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from worker.dead_letter import DeadLetters
+from worker.stream.dead_letters import DeadLetters
 
 
 class Clock:

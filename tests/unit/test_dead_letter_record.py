@@ -4,7 +4,8 @@ key) with an `error.truncated` header saying what was cut."""
 
 import pytest
 
-from worker.dead_letter import (
+from worker.engine.decoder import BadInput, ErrorKind
+from worker.stream.dead_letters import (
     ERROR_HEADERS,
     TRUNCATED_HEADER,
     DeadLetter,
@@ -13,7 +14,6 @@ from worker.dead_letter import (
     dead_letter_record,
     record_size,
 )
-from worker.decode import BadInput, ErrorKind
 
 MAX_BYTES = 65536
 BUDGET = 1024 * 1024

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.contract import VALID_GAME
-from worker.decode import BadInput, ErrorKind, decode_game
+from worker.engine.decoder import BadInput, ErrorKind, decode_game
 
 VALID = VALID_GAME
 MAX_BYTES = 1024 * 1024

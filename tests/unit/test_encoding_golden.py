@@ -10,8 +10,8 @@ import pytest
 
 from schemas.game_finished import GameFinished
 from schemas.rating_changed import RatingChanged
-from worker.engine import Engine, SeedRow, SeedVerdict, Update, Verdict
-from worker.memory_store import MemoryStore
+from worker.engine.engine import Engine, SeedRow, SeedVerdict, Update, Verdict
+from worker.replay.memory_store import MemoryStore
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 

@@ -1,4 +1,4 @@
-"""`worker.retry.retrying`: transient failures (a dependency away) are retried until the call
+"""`worker.stream.retry.retrying`: transient failures (a dependency away) are retried until the call
 succeeds; a request Kafka will never take is raised at once; a one-shot command's policy gives
 up with `Unreachable`, naming the setting; every retry is counted under the operation's label."""
 
@@ -11,8 +11,8 @@ import redis.exceptions
 from aiokafka import errors
 from prometheus_client import REGISTRY
 
-from worker import retry
-from worker.retry import Operation, Unreachable, retrying
+from worker.stream import retry
+from worker.stream.retry import Operation, Unreachable, retrying
 
 KAFKA_OP = Operation("test_kafka_op", "kafka")
 REDIS_OP = Operation("test_redis_op", "redis")

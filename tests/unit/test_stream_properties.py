@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from schemas.game_finished import GameFinished
 from schemas.rating_changed import RatingChanged
-from worker.engine import Engine, SeedRow, Verdict
-from worker.memory_store import MemoryStore
+from worker.engine.engine import Engine, SeedRow, Verdict
+from worker.replay.memory_store import MemoryStore
 from worker.rules.arena import FLOOR, ArenaRules
 from worker.rules.categories import Category
 

@@ -1,7 +1,7 @@
 """The topics' settings: what operators rely on for rebuilds, changelogs and dead letters."""
 
+from worker.operate.topics import DAY_MS, topic_specs
 from worker.settings import WorkerSettings
-from worker.topics import DAY_MS, topic_specs
 
 
 def test_input_is_kept_for_good_output_is_compacted_and_dead_letters_expire() -> None:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from worker.connections import close_quietly, kafka_options
-from worker.retry import KAFKA_ADMIN, KAFKA_CONNECT, retrying
+from worker.service.connections import close_quietly, kafka_options
 from worker.settings import WorkerSettings
+from worker.stream.retry import KAFKA_ADMIN, KAFKA_CONNECT, retrying
 
 DAY_MS = 24 * 3600 * 1000
 # The output topic keeps every event at least this long before compaction may drop it: a

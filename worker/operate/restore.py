@@ -17,7 +17,7 @@ of events written but not yet acknowledged by Kafka):
 Then every game with an event on the topic gets an idempotency record without facts
 (`RESTORED`: a redelivery is a duplicate whatever its facts; existing records are kept), the
 publication leases are cleared, and, when nothing was refused, the store is trusted again:
-its epoch is raised and the untrusted mark removed (see `worker.store`). A game rated between
+its epoch is raised and the untrusted mark removed (see `worker.store.redis_store`). A game rated between
 two players of whom only one has its event on the topic, recently enough that compaction
 cannot have removed the other's, is listed: the other player's change was lost with Redis,
 and only `rebuild` and `switch-over` can give it back.
@@ -34,18 +34,18 @@ from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
 from schemas.rating_changed import RatingChanged
-from worker import keys
-from worker.connections import close_quietly, make_redis
-from worker.engine import RESTORED
-from worker.events import rating_key
-from worker.retry import REDIS_COMMAND, REDIS_CONNECT, retrying
+from worker.engine.engine import RESTORED
+from worker.engine.events import rating_key
+from worker.operate.topic_scan import scan
+from worker.operate.topics import COMPACTION_LAG_MS
 from worker.rules.categories import Category
 from worker.rules.state import QualifyingGame, RatingState
 from worker.rules.system import Kind
+from worker.service.connections import close_quietly, make_redis
 from worker.settings import WorkerSettings
-from worker.state_codec import encode_state
-from worker.topic_scan import scan
-from worker.topics import COMPACTION_LAG_MS
+from worker.store import keys
+from worker.store.state_codec import encode_state
+from worker.stream.retry import REDIS_COMMAND, REDIS_CONNECT, retrying
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

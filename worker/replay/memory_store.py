@@ -8,7 +8,7 @@ its 8-byte facts digest, packed as Python ints, which are smaller than bytes obj
 import hashlib
 
 from schemas.game_finished import GameFinished
-from worker.engine import RESTORED, Engine, GameOutcome, SeedOutcome, SeedRow, Verdict
+from worker.engine.engine import RESTORED, Engine, GameOutcome, SeedOutcome, SeedRow, Verdict
 from worker.rules.state import UNSEEN, RatingState
 
 _RESTORED = -1  # a game recorded without its facts (see engine.RESTORED)

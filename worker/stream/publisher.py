@@ -1,6 +1,6 @@
 """Publication of rating events and dead letters, acknowledged by Kafka (acks=all).
 
-Outboxes are sent in rounds (see `worker.pipeline`): round r holds the r-th unconfirmed
+Outboxes are sent in rounds (see `worker.stream.pipeline`): round r holds the r-th unconfirmed
 event of every claimed rating, so event n+1 of a key is sent only after event n was
 acknowledged. A round is
 grouped by partition (murmur2 of the key, as every Kafka client partitions) and sent with
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from aiokafka import AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 
-from worker.retry import KAFKA_PUBLISH, retrying
+from worker.stream.retry import KAFKA_PUBLISH, retrying
 
 
 class Publisher:

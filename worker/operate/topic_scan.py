@@ -4,9 +4,9 @@ from collections.abc import AsyncIterator
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
-from worker.connections import close_quietly, kafka_options
-from worker.retry import KAFKA_CONNECT, KAFKA_READ, retrying
+from worker.service.connections import close_quietly, kafka_options
 from worker.settings import WorkerSettings
+from worker.stream.retry import KAFKA_CONNECT, KAFKA_READ, retrying
 
 FETCH_TIMEOUT_MS = 500
 

@@ -1,7 +1,8 @@
-"""Seeding files: `player_id,category,rating,rated_games`, validated whole before anything is applied.
+"""Seeding rows: `player_id,category,rating,rated_games`, validated whole before anything is applied.
 
 A bad row, or the same (player_id, category) twice, refuses the whole file (contract,
 "Seeding established ratings"): the caller gets SeedFileError and must write nothing.
+Reading the file itself is `worker.replay.seed_file`'s: this module parses text.
 """
 
 import csv
@@ -12,7 +13,7 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from schemas.seed_record import SeedRecord
-from worker.engine import SeedRow
+from worker.engine.engine import SeedRow
 from worker.rules.categories import Category
 from worker.rules.hundredths import parse_fixed2
 
@@ -23,15 +24,8 @@ class SeedFileError(Exception):
     """The seeding file is refused whole; the message names the file, the line and the reason."""
 
 
-def read_seed_file(path: Path) -> list[SeedRow]:
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            return _parse(path, f)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise SeedFileError(f"{path}: cannot read the seeding file: {e}") from None
-
-
-def _parse(path: Path, f: TextIO) -> list[SeedRow]:
+def parse_seed_rows(path: Path | str, f: TextIO) -> list[SeedRow]:
+    """The rows of an open seeding file (`path` names it in errors); SeedFileError refuses it whole."""
     reader = csv.reader(f, strict=True)
     header = next(reader, None)
     if header != HEADER:

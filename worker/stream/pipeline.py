@@ -10,11 +10,11 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from worker.engine import Engine
-from worker.publish import Publisher
-from worker.retry import REDIS_ACK, REDIS_APPLY, REDIS_CLAIM, REDIS_READ, retrying
-from worker.schedule import Item, Planned, game_of, plan, ratings_read
-from worker.store import Claimed, RedisStore, Watermark
+from worker.engine.engine import Engine
+from worker.store.redis_store import Claimed, RedisStore, Watermark
+from worker.stream.publisher import Publisher
+from worker.stream.retry import REDIS_ACK, REDIS_APPLY, REDIS_CLAIM, REDIS_READ, retrying
+from worker.stream.schedule import Item, Planned, game_of, plan, ratings_read
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,7 @@ from aiokafka.errors import KafkaError
 from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 
 from worker import metrics
+from worker.store.redis_store import StoreUntrusted
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -31,10 +32,6 @@ T = TypeVar("T")
 # From 50 ms (a blip) doubling to 5 s (an outage): reconnects quickly, never hammers.
 FIRST_DELAY = 0.05
 MAX_DELAY = 5.0
-
-
-class StoreUntrusted(Exception):
-    """The Redis store refuses work until `rating-worker restore` has run (see `worker.store`)."""
 
 
 class Unreachable(Exception):

@@ -19,11 +19,11 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from worker.embedded import TANSU_FETCH_WAIT_MS, Broker, RedisServer, create_topics, start_worker, worker_env
-from worker.importer import import_ratings
-from worker.seeding import read_seed_file
+from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.stack import TANSU_FETCH_WAIT_MS, Broker, RedisServer, create_topics, start_worker, worker_env
+from worker.operate.importer import import_ratings
+from worker.replay.seed_file import read_seed_file
 from worker.settings import WorkerSettings
-from worker.simulation import ArenaSimulation
 
 PARTITIONS = 4
 REFRESH_SECONDS = 1.0

@@ -6,7 +6,7 @@ acknowledged by Kafka. A revocation waits for the batch in flight (bounded), so 
 move with everything done committed; past the bound, the batch's effects are idempotent
 and the next owner re-reads the uncommitted records as duplicates.
 
-Watermarks (`worker.store`): the batch's last apply records, per partition, the offset below
+Watermarks (`worker.store.redis_store`): the batch's last apply records, per partition, the offset below
 which everything is done. A record consumed below it is a redelivery after a rewind, and is
 taken as a duplicate even if its idempotency record expired (`schedule.Replayed`). A
 partition assigned with no committed offset (the group's offsets expired, or the group was
@@ -24,14 +24,14 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord
 from aiokafka.errors import CommitFailedError, KafkaError
 
 from worker import metrics
-from worker.dead_letter import DeadLetter, DeadLetters, Source
-from worker.decode import BadInput, ErrorKind, decode_game
-from worker.engine import GameOutcome, Verdict
-from worker.health import Health
-from worker.pipeline import Pipeline
-from worker.retry import REDIS_READ, retrying
-from worker.schedule import Item, Replayed, game_of
-from worker.store import Watermark
+from worker.engine.decoder import BadInput, ErrorKind, decode_game
+from worker.engine.engine import GameOutcome, Verdict
+from worker.service.health import Health
+from worker.store.redis_store import Watermark
+from worker.stream.dead_letters import DeadLetter, DeadLetters, Source
+from worker.stream.pipeline import Pipeline
+from worker.stream.retry import REDIS_READ, retrying
+from worker.stream.schedule import Item, Replayed, game_of
 
 log = logging.getLogger(__name__)
 

@@ -9,20 +9,16 @@ Stopping (SIGTERM or SIGINT), whatever the worker is doing:
 2. while it consumes: it stops fetching, and the batch in flight is finished, published and
    committed within RATING_SHUTDOWN_GRACE_SECONDS, then exit status 0; if the grace runs out
    (an outage), the batch is abandoned uncommitted (redelivered later, deduplicated): status 1;
-3. then the clients are closed, each within CLOSE_SECONDS (`worker.connections`) (a frozen broker never answers a
-   leave-group request); a second signal skips what is left of 2.
+3. then the clients are closed, each within CLOSE_SECONDS (`worker.service.connections`; a
+   frozen broker never answers a leave-group request); a second signal skips what is left of 2.
 So a stop takes at most RATING_SHUTDOWN_GRACE_SECONDS + CLOSE_SECONDS, dependencies or not.
 """
 
 import asyncio
 import logging
-import os
 import platform
 import signal
-import socket
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import TypeVar
@@ -30,64 +26,18 @@ from typing import TypeVar
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from redis.asyncio import Redis
 
-from worker import metrics, retry
-from worker.connections import addresses, close_quietly, kafka_options, make_redis
-from worker.consume import RatingConsumer
-from worker.dead_letter import DeadLetters
-from worker.engine import Engine
-from worker.health import Health, serve_http, watch_dependencies
-from worker.pipeline import Pipeline
-from worker.publish import Publisher
-from worker.retry import KAFKA_CONNECT, KAFKA_JOIN, PERMANENT_KAFKA_ERRORS, REDIS_CONNECT, retrying
-from worker.rules.arena import ArenaRules
-from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
-from worker.store import RedisStore
+from worker import metrics
+from worker.service.connections import addresses, close_quietly, kafka_options
+from worker.service.health import Health, serve_http, watch_dependencies
+from worker.service.wiring import pipeline_for
+from worker.settings import WorkerSettings
+from worker.stream import retry
+from worker.stream.consumer import RatingConsumer
+from worker.stream.dead_letters import DeadLetters
+from worker.stream.retry import KAFKA_JOIN, PERMANENT_KAFKA_ERRORS, retrying
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-def process_token() -> str:
-    """Who holds a publication lease: unique per process, readable in Redis."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def make_producer(settings: WorkerSettings) -> AIOKafkaProducer:
-    return AIOKafkaProducer(
-        **kafka_options(settings),
-        acks="all",
-        # Order per key comes from sending event n+1 only after n is acknowledged, not from
-        # the idempotent producer (which some Kafka-compatible brokers lack).
-        enable_idempotence=False,
-        request_timeout_ms=int(settings.producer_delivery_timeout_seconds * 1000),
-        # A whole round of a batch's events fits one request; a dead letter is cut to fit it.
-        max_batch_size=settings.kafka_max_request_bytes - DEAD_LETTER_ROOM,
-        max_request_size=settings.kafka_max_request_bytes,
-    )
-
-
-@asynccontextmanager
-async def pipeline_for(settings: WorkerSettings) -> AsyncIterator[tuple[Pipeline, AIOKafkaProducer]]:
-    """The pipeline (Redis store, publisher) that `run`, `import` and `switch-over` share."""
-    redis = make_redis(settings)
-    producer = make_producer(settings)
-    try:
-        await retrying(KAFKA_CONNECT, producer.start)
-        await retrying(REDIS_CONNECT, redis.ping)
-        store = RedisStore(
-            redis,
-            settings.redis_key_prefix,
-            process_token(),
-            settings.publication_lease_seconds,
-            settings.idempotency_retention_seconds,
-            settings.redis_wait_replicas,
-            settings.redis_wait_timeout_ms,
-        )
-        engine = Engine(ArenaRules(), settings.training_rating)
-        publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)
-        yield Pipeline(engine, store, publisher), producer
-    finally:
-        await close_quietly(producer.stop(), redis.aclose())
 
 
 def run_command(settings: WorkerSettings, command: Callable[[], Awaitable[T]]) -> T:
@@ -172,7 +122,7 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
                 group_instance_id=settings.kafka_group_instance_id,
                 enable_auto_commit=False,
                 # A new group starts from the beginning: a rating service must not skip games.
-                # A group that lost its offsets starts at the watermarks instead (worker.consume).
+                # A group that lost its offsets starts at the watermarks instead (worker.stream.consumer).
                 auto_offset_reset="earliest",
                 session_timeout_ms=settings.kafka_session_timeout_ms,
                 heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,

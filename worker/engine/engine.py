@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from schemas.game_finished import GameFinished
-from worker.events import RatingEvent, encode, rating_key
+from worker.engine.events import RatingEvent, encode, rating_key
 from worker.rules.categories import Category
 from worker.rules.hundredths import display
 from worker.rules.state import UNSEEN, RatingState

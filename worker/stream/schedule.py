@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from schemas.game_finished import GameFinished
-from worker.engine import RESTORED, Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Update, Verdict
+from worker.engine.engine import RESTORED, Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Update, Verdict
 from worker.rules.state import UNSEEN, RatingState
-from worker.state_codec import encode_state
-from worker.store import Snapshot, Write
+from worker.store.redis_store import Snapshot, Write
+from worker.store.state_codec import encode_state
 
 
 @dataclass(frozen=True, slots=True)

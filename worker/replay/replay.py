@@ -10,10 +10,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO, TextIO
 
-from worker.decode import BadInput, ErrorKind, decode_game
-from worker.engine import Engine, SeedRow, SeedVerdict, Verdict
-from worker.memory_store import MemoryStore
-from worker.progress import Progress
+from worker.engine.decoder import BadInput, ErrorKind, decode_game
+from worker.engine.engine import Engine, SeedRow, SeedVerdict, Verdict
+from worker.replay.memory_store import MemoryStore
+from worker.replay.progress import Progress
 
 
 @dataclass

@@ -21,8 +21,8 @@ from aiokafka.errors import MessageSizeTooLargeError, RecordTooLargeError
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from worker import metrics
-from worker.decode import BadInput, ErrorKind
-from worker.retry import KAFKA_DEAD_LETTER, retrying
+from worker.engine.decoder import BadInput, ErrorKind
+from worker.stream.retry import KAFKA_DEAD_LETTER, retrying
 
 log = logging.getLogger(__name__)
 FLOOD_WINDOW_SECONDS = 60.0

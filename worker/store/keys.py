@@ -4,15 +4,15 @@
 contain ":" or "/", so no key of one kind can collide with another or with another rating.
 """
 
-STATE = "s:"  # {prefix}s:{rating} -> the rating's state (string, see worker.state_codec)
+STATE = "s:"  # {prefix}s:{rating} -> the rating's state (string, see worker.store.state_codec)
 OUTBOX = "o:"  # {prefix}o:{rating} -> list of encoded events written but not yet acknowledged by Kafka
 LEASE = "l:"  # {prefix}l:{rating} -> the token of the process allowed to flush that outbox (expires)
 GAME = "g:"  # {prefix}g:{game_id} -> the game's facts digest (hex), expires after the retention
 # {prefix}w:{topic} -> hash: input partition -> the offset below which every record is applied
-# (or recorded, or dead-lettered); written with the batch's last apply (see worker.store)
+# (or recorded, or dead-lettered); written with the batch's last apply (see worker.store.redis_store)
 WATERMARK = "w:"
 # {prefix}store -> hash: `epoch` (raised by each restore) and `writes` (raised by each apply that
-# writes): a store that went back in time has lower values than a worker saw (see worker.store)
+# writes): a store that went back in time has lower values than a worker saw (see worker.store.redis_store)
 STORE = "store"
 # {prefix}untrusted -> why the store refuses work until `rating-worker restore` runs (no expiry)
 UNTRUSTED = "untrusted"

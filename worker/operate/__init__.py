@@ -1,0 +1,1 @@
+"""Commands against a live deployment: import, restore, rebuild, switch-over, topics."""

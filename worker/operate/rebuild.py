@@ -1,0 +1,196 @@
+"""`rating-worker rebuild`: recompute every rating from history, aside from the live state.
+
+For when a rule was corrected, or Redis lost writes whose events were never published.
+
+`rebuild` reads the input topic from its beginning up to its current end, remembering the
+offset it read up to in each partition; merges the valid games in `(finished_at, game_id)`
+order (finished_at as an instant, `worker.engine.instants`); applies the seed file first and
+computes every rating with the engine in memory, exactly as `rate` does. It writes under a
+fresh key prefix, never touching the live state: the states, the idempotency records of the
+games of the last retention period (by `finished_at`), and the offsets it read up to
+(`{prefix}rebuild`). `--force` first clears the prefix.
+
+The switch-over that publishes what differs is `worker.operate.switch_over`.
+"""
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+
+from schemas.game_finished import GameFinished
+from worker.engine.decoder import BadInput, decode_game
+from worker.engine.engine import Engine, SeedRow
+from worker.engine.instants import instant
+from worker.operate.topic_scan import scan
+from worker.replay.memory_store import MemoryStore
+from worker.rules.arena import ArenaRules
+from worker.rules.state import RatingState
+from worker.service.connections import close_quietly, make_redis
+from worker.settings import WorkerSettings
+from worker.store import keys
+from worker.store.state_codec import decode_state, encode_state
+from worker.stream.retry import REDIS_COMMAND, REDIS_CONNECT, retrying
+
+log = logging.getLogger(__name__)
+CHUNK = 1000
+REBUILD_META = "rebuild"  # {prefix}rebuild -> hash: "topic", and "p:{partition}" -> offset read up to
+
+
+@dataclass
+class RebuildReport:
+    records: int = 0
+    bad: int = 0
+    games: int = 0
+    ratings: int = 0
+    differing: int = 0
+    cleared: int = 0
+    refused: bool = False
+
+
+@dataclass
+class History:
+    games: list[GameFinished] = field(default_factory=list)
+    records: int = 0
+    bad: int = 0
+    ends: dict[int, int] = field(default_factory=dict)  # partition -> the offset read up to
+
+
+async def read_history(settings: WorkerSettings, start: dict[int, int] | None = None) -> History:
+    """Every valid game of the input topic from `start` (default: the beginning) to its end."""
+    history = History(ends=dict(start or {}))
+    async for batch in scan(settings, settings.topic_games, start):
+        for record in batch:
+            history.records += 1
+            history.ends[record.partition] = max(history.ends.get(record.partition, 0), record.offset + 1)
+            try:
+                history.games.append(decode_game(record.value or b"", settings.max_message_bytes))
+            except BadInput:
+                history.bad += 1
+    return history
+
+
+def history_order(game: GameFinished) -> tuple[tuple[int, str], str]:
+    """When a game ended, as an instant (offsets applied), then its id for equal instants."""
+    return instant(game.finished_at), game.game_id
+
+
+def recompute(games: Sequence[GameFinished], seeds: Sequence[SeedRow], training_rating: int) -> MemoryStore:
+    store = MemoryStore(Engine(ArenaRules(), training_rating))
+    for row in seeds:
+        store.seed(row)
+    for game in sorted(games, key=history_order):
+        store.apply(game)
+    return store
+
+
+def check_prefix(prefix: str, live: str) -> None:
+    """A rebuild prefix whose keys could be the live ones (or contain them) is refused."""
+    if not prefix:
+        raise ValueError("the rebuild prefix must not be empty")
+    if prefix.startswith(live) or live.startswith(prefix):
+        raise ValueError(
+            f"the rebuild prefix {prefix!r} overlaps RATING_REDIS_KEY_PREFIX {live!r}: one is the start of the other, "
+            "so the rebuild's keys and the live ones could mix"
+        )
+
+
+async def with_retry(call: Callable[..., Any], *args: Any) -> Any:
+    return await retrying(REDIS_COMMAND, call, *args)
+
+
+async def scan_keys(redis: "Redis", match: str) -> AsyncIterator[list[bytes]]:
+    """Keys matching `match`, a chunk at a time (the SCAN is retried from the start on failure)."""
+
+    async def all_keys() -> list[bytes]:
+        return [k async for k in redis.scan_iter(match=match, count=CHUNK)]
+
+    found: list[bytes] = await with_retry(all_keys)
+    for start in range(0, len(found), CHUNK):
+        yield found[start : start + CHUNK]
+
+
+async def clear_prefix(redis: "Redis", prefix: str) -> int:
+    cleared = 0
+    async for chunk in scan_keys(redis, f"{prefix}*"):
+        cleared += await with_retry(redis.unlink, *chunk)
+    return cleared
+
+
+async def rebuild(
+    settings: WorkerSettings, seeds: Sequence[SeedRow], prefix: str, force: bool, say: Callable[[str], None]
+) -> RebuildReport:
+    check_prefix(prefix, settings.redis_key_prefix)
+    report = RebuildReport()
+    redis = make_redis(settings)
+    try:
+        await retrying(REDIS_CONNECT, redis.ping)
+        async for _ in scan_keys(redis, f"{prefix}*"):
+            if not force:
+                report.refused = True
+                say(f"rebuild: prefix {prefix!r} already holds keys (use --force to clear and overwrite them)")
+                return report
+            report.cleared = await clear_prefix(redis, prefix)
+            say(f"rebuild: cleared {report.cleared} keys under {prefix!r}")
+            break
+        history = await read_history(settings)
+        report.records, report.bad, report.games = history.records, history.bad, len(history.games)
+        say(f"rebuild: read {report.records} records ({report.bad} bad), {report.games} games; recomputing")
+        store = recompute(history.games, seeds, settings.training_rating)
+        report.ratings = len(store.states)
+        await _write_states(redis, prefix, store.states)
+        await _write_records(redis, prefix, store, history.games, settings.idempotency_retention_seconds)
+        meta: dict[Any, Any] = {"topic": settings.topic_games}  # redis-py types keys invariantly
+        meta.update({f"p:{p}": end for p, end in history.ends.items()})
+        await with_retry(lambda: redis.hset(f"{prefix}{REBUILD_META}", mapping=meta))
+        live = await read_states(redis, settings.redis_key_prefix, sorted(store.states))
+        report.differing = sum(1 for k, s in store.states.items() if k not in live or not same_rating(live[k], s))
+        say(f"rebuild: {report.ratings} ratings written under {prefix!r}, {report.differing} differ from the live ones")
+        return report
+    finally:
+        await close_quietly(redis.aclose())
+
+
+async def _write_states(redis: "Redis", prefix: str, states: dict[str, RatingState]) -> None:
+    items = sorted(states.items())
+    for start in range(0, len(items), CHUNK):
+        mapping = {keys.state_key(prefix, k): encode_state(s) for k, s in items[start : start + CHUNK]}
+        await with_retry(redis.mset, mapping)
+
+
+async def _write_records(
+    redis: "Redis", prefix: str, store: MemoryStore, games: Sequence[GameFinished], retention_seconds: int
+) -> None:
+    """The records of the games of the last retention (by finished_at): a copy of one of them
+    read by the switch-over is then a duplicate, as it is for the workers."""
+    since = int(time.time()) - retention_seconds
+    recent = sorted({g.game_id for g in games if instant(g.finished_at)[0] >= since})
+    for start in range(0, len(recent), CHUNK):
+        chunk = recent[start : start + CHUNK]
+
+        async def write(chunk: list[str] = chunk) -> None:
+            async with redis.pipeline(transaction=False) as pipe:
+                for game_id in chunk:
+                    digest = store.record(game_id)
+                    if digest is not None:
+                        pipe.set(keys.game_key(prefix, game_id), digest.hex(), ex=retention_seconds)
+                await pipe.execute()
+
+        await with_retry(write)
+
+
+async def read_states(redis: "Redis", prefix: str, ratings: Sequence[str]) -> dict[str, RatingState]:
+    out: dict[str, RatingState] = {}
+    for start in range(0, len(ratings), CHUNK):
+        chunk = ratings[start : start + CHUNK]
+        values = await with_retry(redis.mget, [keys.state_key(prefix, k) for k in chunk])
+        out.update({k: decode_state(v) for k, v in zip(chunk, values, strict=True) if v is not None})
+    return out
+
+
+def same_rating(live: RatingState, rebuilt: RatingState) -> bool:
+    """Equal but for seq (the rebuilt history may number its changes differently)."""
+    return (live.rating, live.rated_games, live.qualifying) == (rebuilt.rating, rebuilt.rated_games, rebuilt.qualifying)

@@ -1,0 +1,201 @@
+"""`rating-worker switch-over`: publish the rebuilt ratings that differ, with the workers running.
+
+`switch-over` brings the rebuild up to date and publishes each rating that differs, with the
+workers running:
+1. it waits (up to RATING_COMMAND_RETRY_SECONDS) until the workers' watermarks have reached
+   the rebuild's offsets: every game the rebuild read is then applied live too;
+2. it reads every live state and its seq (a snapshot);
+3. it reads the input from the rebuild's offsets to its current end, and keeps the games the
+   workers have applied (their idempotency record exists); every game applied before the
+   snapshot is among them, since the end is read after the snapshot;
+4. it applies them to the rebuilt states, in memory, in the rebuild's order, with the
+   rebuild's records (a redelivery of an earlier game stays a duplicate);
+5. it compares: each rating whose brought-forward state differs from the snapshot's is
+   imported with `seq` = live `seq` + 1, through the worker's own path, **only if its live seq
+   is still the snapshot's** (a check-and-set); a rating a worker changed meanwhile is left
+   alone (`moved`);
+6. moved ratings are compared again in a new round (from 2), up to ROUNDS times; those still
+   moving are listed, for a re-run.
+Games a worker applies after a rating's import are applied on top of it, as usual. So with no
+rule changed nothing is imported, and a corrected rule reaches every rating, including the
+games applied after the rebuild. The contract's `imported` event always carries a rating: a
+rating the rebuild leaves *unrated* while the live one differs is listed, not switched.
+"""
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+
+from redis.asyncio import Redis
+
+from worker.engine.engine import Engine, SeedRow, SeedVerdict
+from worker.operate.rebuild import (
+    CHUNK,
+    REBUILD_META,
+    check_prefix,
+    history_order,
+    read_history,
+    read_states,
+    same_rating,
+    scan_keys,
+    with_retry,
+)
+from worker.replay.memory_store import MemoryStore
+from worker.rules.arena import ArenaRules
+from worker.rules.categories import Category
+from worker.rules.state import UNSEEN, RatingState
+from worker.service.connections import close_quietly, make_redis
+from worker.service.wiring import pipeline_for
+from worker.settings import WorkerSettings
+from worker.store import keys
+from worker.stream.retry import REDIS_CONNECT, retrying
+from worker.stream.schedule import SeedItem
+
+ROUNDS = 5  # rounds for ratings that moved while they were compared
+WATERMARK_POLL_SECONDS = 0.5
+
+
+class NotReady(Exception):
+    """The switch-over cannot run yet (no rebuild, or workers behind it): one line, status 1."""
+
+
+@dataclass
+class SwitchReport:
+    differing: int = 0
+    switched: int = 0
+    brought_forward: int = 0  # games applied after the rebuild, applied to the rebuilt states
+    rounds: int = 0
+    unrated: list[str] = field(default_factory=list)
+    moving: list[str] = field(default_factory=list)  # changed by the workers in every round
+
+
+async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str], None]) -> SwitchReport:
+    """The steps of the module's docstring."""
+    check_prefix(prefix, settings.redis_key_prefix)
+    report = SwitchReport()
+    redis = make_redis(settings)
+    try:
+        await retrying(REDIS_CONNECT, redis.ping)
+        ends = await _rebuild_ends(redis, prefix, settings.topic_games)
+        await _wait_for_workers(redis, settings, ends, say)
+        rebuilt_keys = [k.decode().removeprefix(f"{prefix}{keys.STATE}") async for k in _keys(redis, prefix)]
+        pending: set[str] | None = None  # None: every rating; then the moved ones
+        while pending is None or pending:
+            report.rounds += 1
+            if report.rounds > ROUNDS:
+                report.moving = sorted(pending or ())
+                break
+            snapshot = await _snapshot(redis, settings.redis_key_prefix)
+            forward = await _bring_forward(redis, settings, prefix, ends, rebuilt_keys, report)
+            rows, expected = [], {}
+            for key in sorted(forward if pending is None else pending & set(forward)):
+                state = forward[key]
+                live = snapshot.get(key, UNSEEN)
+                if live.seq and same_rating(live, state):
+                    continue
+                if state.rating is None:
+                    if live.seq and key not in report.unrated:
+                        report.unrated.append(key)
+                    continue
+                player, _, category = key.partition("/")
+                rows.append(SeedRow(player, Category(category), state.rating, state.rated_games))
+                expected[key] = live.seq
+            if report.rounds == 1:
+                report.differing = len(rows) + len(report.unrated)
+            say(f"switch-over: round {report.rounds}: {len(rows)} ratings differ; importing them")
+            pending = await _import(settings, rows, expected, report) if rows else set()
+    finally:
+        await close_quietly(redis.aclose())
+    return report
+
+
+async def _rebuild_ends(redis: "Redis", prefix: str, topic: str) -> dict[int, int]:
+    meta = await with_retry(redis.hgetall, f"{prefix}{REBUILD_META}")
+    if not meta:
+        raise NotReady(f"no rebuild under {prefix!r}: run `rating-worker rebuild --prefix {prefix}` first")
+    if meta.get(b"topic", b"").decode() != topic:
+        raise NotReady(f"the rebuild under {prefix!r} read another input topic than RATING_TOPIC_GAMES={topic}")
+    return {int(k.decode()[2:]): int(v) for k, v in meta.items() if k.startswith(b"p:")}
+
+
+async def _wait_for_workers(
+    redis: "Redis", settings: WorkerSettings, ends: dict[int, int], say: Callable[[str], None]
+) -> None:
+    """Step 1: every game the rebuild read is applied live (the watermarks passed its offsets)."""
+    deadline = time.monotonic() + settings.command_retry_seconds
+    key = keys.watermark_key(settings.redis_key_prefix, settings.topic_games)
+    while True:
+        marks = {int(p): int(o) for p, o in (await with_retry(redis.hgetall, key)).items()}
+        behind = {p: (marks.get(p, 0), end) for p, end in ends.items() if marks.get(p, 0) < end}
+        if not behind:
+            return
+        if time.monotonic() > deadline:
+            listed = ", ".join(f"partition {p} at {w} of {e}" for p, (w, e) in sorted(behind.items()))
+            raise NotReady(
+                f"the workers have not yet applied every game the rebuild read ({listed}): run them, then switch over"
+            )
+        say(f"switch-over: waiting for the workers to apply what the rebuild read ({len(behind)} partitions behind)")
+        await asyncio.sleep(WATERMARK_POLL_SECONDS)
+
+
+async def _keys(redis: "Redis", prefix: str) -> AsyncIterator[bytes]:
+    async for chunk in scan_keys(redis, f"{prefix}{keys.STATE}*"):
+        for key in chunk:
+            yield key
+
+
+async def _snapshot(redis: "Redis", live: str) -> dict[str, RatingState]:
+    """Step 2: every live state, read before the input's end is."""
+    ratings = sorted([k.decode().removeprefix(f"{live}{keys.STATE}") async for k in _keys(redis, live)])
+    return await read_states(redis, live, ratings)
+
+
+async def _bring_forward(
+    redis: "Redis",
+    settings: WorkerSettings,
+    prefix: str,
+    ends: dict[int, int],
+    rebuilt_keys: Sequence[str],
+    report: SwitchReport,
+) -> dict[str, RatingState]:
+    """Steps 3 and 4: the rebuilt states with the games applied live since the rebuild."""
+    history = await read_history(settings, ends)
+    ids = sorted({g.game_id for g in history.games})
+    applied: set[str] = set()
+    rebuilt_records: dict[str, bytes] = {}
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start : start + CHUNK]
+        live = await with_retry(redis.mget, [keys.game_key(settings.redis_key_prefix, g) for g in chunk])
+        applied.update(g for g, v in zip(chunk, live, strict=True) if v is not None)
+        ours = await with_retry(redis.mget, [keys.game_key(prefix, g) for g in chunk])
+        rebuilt_records.update({g: bytes.fromhex(v.decode()) for g, v in zip(chunk, ours, strict=True) if v})
+    games = [g for g in history.games if g.game_id in applied]
+    engine = Engine(ArenaRules(), settings.training_rating)
+    touched = {k for g in games for k in engine.ratings_read(g) or ()}
+    store = MemoryStore(engine)
+    store.states = await read_states(redis, prefix, sorted(set(rebuilt_keys) | touched))
+    for game_id, digest in rebuilt_records.items():
+        store.remember(game_id, digest)
+    for game in sorted(games, key=history_order):
+        store.apply(game)
+    report.brought_forward = len(games)
+    return store.states
+
+
+async def _import(
+    settings: WorkerSettings, rows: list[SeedRow], expected: dict[str, int], report: SwitchReport
+) -> set[str]:
+    """Step 5: each row imported over the live seq it was compared with; the ratings that moved."""
+    moved: set[str] = set()
+    async with pipeline_for(settings) as (pipeline, _):
+        for start in range(0, len(rows), CHUNK):
+            items = [SeedItem(row, True, expected[row.key]) for row in rows[start : start + CHUNK]]
+            planned, _stats = await pipeline.run(items)
+            for p in planned:
+                assert isinstance(p.item, SeedItem)
+                if p.outcome.verdict is SeedVerdict.IMPORTED:
+                    report.switched += 1
+                elif p.outcome.verdict is SeedVerdict.MOVED:
+                    moved.add(p.item.row.key)
+    return moved

@@ -1,0 +1,1 @@
+"""`rating-worker rate`: the engine over a file, with state in memory."""

@@ -1,0 +1,62 @@
+"""The pipeline that `run`, `import` and `switch-over` share, wired from the settings: a Redis
+store, a producer and the engine, started and stopped together."""
+
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from aiokafka import AIOKafkaProducer
+
+from worker.engine.engine import Engine
+from worker.rules.arena import ArenaRules
+from worker.service.connections import close_quietly, kafka_options, make_redis
+from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
+from worker.store.redis_store import RedisStore
+from worker.stream.pipeline import Pipeline
+from worker.stream.publisher import Publisher
+from worker.stream.retry import KAFKA_CONNECT, REDIS_CONNECT, retrying
+
+
+def process_token() -> str:
+    """Who holds a publication lease: unique per process, readable in Redis."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def make_producer(settings: WorkerSettings) -> AIOKafkaProducer:
+    return AIOKafkaProducer(
+        **kafka_options(settings),
+        acks="all",
+        # Order per key comes from sending event n+1 only after n is acknowledged, not from
+        # the idempotent producer (which some Kafka-compatible brokers lack).
+        enable_idempotence=False,
+        request_timeout_ms=int(settings.producer_delivery_timeout_seconds * 1000),
+        # A whole round of a batch's events fits one request; a dead letter is cut to fit it.
+        max_batch_size=settings.kafka_max_request_bytes - DEAD_LETTER_ROOM,
+        max_request_size=settings.kafka_max_request_bytes,
+    )
+
+
+@asynccontextmanager
+async def pipeline_for(settings: WorkerSettings) -> AsyncIterator[tuple[Pipeline, AIOKafkaProducer]]:
+    """The pipeline (Redis store, publisher) that `run`, `import` and `switch-over` share."""
+    redis = make_redis(settings)
+    producer = make_producer(settings)
+    try:
+        await retrying(KAFKA_CONNECT, producer.start)
+        await retrying(REDIS_CONNECT, redis.ping)
+        store = RedisStore(
+            redis,
+            settings.redis_key_prefix,
+            process_token(),
+            settings.publication_lease_seconds,
+            settings.idempotency_retention_seconds,
+            settings.redis_wait_replicas,
+            settings.redis_wait_timeout_ms,
+        )
+        engine = Engine(ArenaRules(), settings.training_rating)
+        publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)
+        yield Pipeline(engine, store, publisher), producer
+    finally:
+        await close_quietly(producer.stop(), redis.aclose())

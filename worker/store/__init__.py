@@ -1,0 +1,1 @@
+"""Rating states, idempotency records and outboxes in Redis, by atomic check-and-set."""

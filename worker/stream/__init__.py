@@ -1,0 +1,1 @@
+"""`rating-worker run`'s hot path: a batch from fetch to commit."""
