@@ -219,6 +219,8 @@ def cmd_switch_over(args: argparse.Namespace) -> int:
         print(f"not switched: {rating} is unrated in the rebuild (an imported event needs a rating)", file=sys.stderr)
     for rating in report.moving:
         print(f"not switched: {rating} changed in each of its rounds; run switch-over again", file=sys.stderr)
+    for rating in report.live_only:
+        print(f"not compared: {rating} is live but has no state in the rebuild (imported since?)", file=sys.stderr)
     print(
         f"switch-over: {report.differing} ratings differed; {report.switched} imported events published in "
         f"{report.rounds} rounds; {report.brought_forward} games applied since the rebuild brought forward",

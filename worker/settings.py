@@ -164,6 +164,14 @@ class WorkerSettings(RulesSettings):
             raise ValueError("a Kafka topic name is 1-249 of A-Z a-z 0-9 . _ -")
         return value
 
+    @field_validator("redis_key_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        # The commands scan `{prefix}*`: a pattern character would reach other keys.
+        if not value or any(c in value for c in "*?[]\\"):
+            raise ValueError("must be non-empty and without * ? [ ] or \\ (Redis reads them as a key pattern)")
+        return value
+
     @field_validator("redis_url")
     @classmethod
     def _redis_url(cls, value: SecretStr) -> SecretStr:

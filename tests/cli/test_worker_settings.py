@@ -40,6 +40,8 @@ def case(variable: str, value: str, named: bytes, **extra: str) -> object:
         case("RATING_KAFKA_BOOTSTRAP_SERVERS", "h:1,,h:2", b"setting RATING_KAFKA_BOOTSTRAP_SERVERS: "),
         case("RATING_TOPIC_GAMES", "a b", b"setting RATING_TOPIC_GAMES: "),
         case("RATING_TOPIC_DEAD_LETTERS", "..", b"setting RATING_TOPIC_DEAD_LETTERS: "),
+        case("RATING_REDIS_KEY_PREFIX", "r*", b"setting RATING_REDIS_KEY_PREFIX: must be non-empty and without"),
+        case("RATING_REDIS_KEY_PREFIX", "", b"setting RATING_REDIS_KEY_PREFIX: must be non-empty and without"),
         # Rules between settings: the message names the variable to change.
         case("RATING_MAX_MESSAGE_BYTES", "2000000", b"RATING_MAX_MESSAGE_BYTES (2000000) must leave"),
         case(

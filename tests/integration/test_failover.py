@@ -35,7 +35,7 @@ from worker.engine.engine import Engine, SeedRow
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 from worker.store import keys
-from worker.store.redis_store import RedisStore
+from worker.store.redis_store import RedisStore, StoreUntrusted
 from worker.store.state_codec import decode_state
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
@@ -197,3 +197,38 @@ async def _wait_total_committed(stack: Stack, total: int, timeout: float = 60) -
         if time.monotonic() > deadline:
             raise AssertionError(f"{total} records not committed in {timeout} s")
         await asyncio.sleep(0.3)
+
+
+def test_another_process_writing_after_a_loss_does_not_hide_it(stack: Stack, tmp_path: Path) -> None:
+    """A's write is lost with a failover; B then writes on the promoted store, raising the shared
+    counter back above what A saw: A's own `seen` key still shows the loss."""
+    replica = start_replica(stack.redis, tmp_path / "replica")
+    try:
+        asyncio.run(asyncio.wait_for(_hidden_loss(stack, replica), 30))
+    finally:
+        replica.kill()
+
+
+async def _hidden_loss(stack: Stack, replica: RedisServer) -> None:
+    from tests.integration.test_store import seed_write  # noqa: PLC0415
+
+    primary, promoted = Redis.from_url(stack.redis.url), Redis.from_url(replica.url)
+    try:
+        a = RedisStore(primary, PREFIX, "A", 60, 3600)
+        (write, _), (later, _) = seed_write("a", 180000), seed_write("c", 170000)
+        assert (await a.apply([write]))[0] == [True]
+        await asyncio.sleep(0.3)  # replicated
+        promote(replica)  # the failover: the replica stops following the primary here
+        assert (await a.apply([later]))[0] == [True]  # acknowledged by the primary only: lost
+        a.redis = promoted  # A and B now talk to the promoted replica
+        a._read, a._apply, a._ack = (promoted.register_script(x.script) for x in (a._read, a._apply, a._ack))
+        b = RedisStore(promoted, PREFIX, "B", 60, 3600)
+        for player in "bde":  # B writes: the shared counter passes what A saw
+            assert (await b.apply([seed_write(player, 150000)[0]]))[0] == [True]
+        with pytest.raises(StoreUntrusted, match="as process A saw them"):
+            await a.read(["a/blitz"], [])
+        with pytest.raises(StoreUntrusted):  # and B too, from then on
+            await b.read(["b/blitz"], [])
+    finally:
+        await primary.aclose()
+        await promoted.aclose()

@@ -211,4 +211,6 @@ async def _force(stack: Stack) -> None:
         overlapping = command(stack, "rebuild", "--prefix", prefix, "--force")
         assert overlapping.returncode == 2, prefix
         assert b"overlaps RATING_REDIS_KEY_PREFIX" in overlapping.stderr
+    pattern = command(stack, "rebuild", "--prefix", "re*", "--force")  # would clear `re**`: every key
+    assert pattern.returncode == 2 and b"which Redis reads as a key pattern" in pattern.stderr
     assert prefixed(r, "rating:") == live  # nothing of the live prefix was touched or cleared

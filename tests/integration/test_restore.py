@@ -221,6 +221,10 @@ async def _same_seq(stack: Stack) -> None:
     assert refused.returncode == 1
     assert f"refused: a/blitz: the same seq {int(seq)} as the topic but another state".encode() in refused.stderr
     assert b"the store stays untrusted until nothing is refused" in refused.stderr
+    # The workers wait meanwhile: every script refuses until a restore ends without refusals.
+    assert r.get("rating:untrusted") == b"restore refused 1 ratings: run it with --force"
+    forced = restore(stack, "--force")
+    assert forced.returncode == 0 and r.get("rating:untrusted") is None
 
 
 def test_restore_lists_a_game_whose_second_event_was_lost_with_redis(stack: Stack) -> None:

@@ -57,6 +57,7 @@ async def _write_through_sentinel(settings: WorkerSettings, primary: RedisServer
     store = RedisStore(redis, "rating:", "t", 5, 60, wait_replicas=settings.redis_wait_replicas)
     applied, _ = await store.apply([Write("g1", bytes(8), (), ())])
     assert applied == [True]
+    await store.replicated()
     # The write landed on the primary the sentinel monitors, and on its replica before apply returned.
     for server in (primary, replica):
         check = Redis.from_url(server.url)

@@ -23,7 +23,7 @@ import pytest
 from tests.integration.conftest import Stack
 from tests.integration.kafka_io import produce
 from worker.embedded.stack import Broker, create_topics, free_port, start_worker
-from worker.service.connections import close_quietly
+from worker.service.connections import begin_closing, close_quietly
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -263,6 +263,23 @@ def test_a_close_interrupted_by_a_cancel_of_the_task_still_cancels_it() -> None:
         assert task.cancelled()
 
     asyncio.run(asyncio.wait_for(body(), 5))
+
+
+def test_closes_share_one_budget_once_closing_began_and_run_together() -> None:
+    """A stop closes the consumer, then the producer and Redis: within CLOSE_SECONDS in all."""
+
+    async def hang() -> None:
+        await asyncio.sleep(60)
+
+    async def body() -> float:
+        started = time.monotonic()
+        begin_closing()
+        await close_quietly(hang())  # the consumer: takes the whole budget
+        await close_quietly(hang(), hang())  # the producer and Redis: nothing left
+        return time.monotonic() - started
+
+    took = asyncio.run(asyncio.wait_for(body(), 30))
+    assert CLOSE - 0.5 < took < CLOSE + 1.0
 
 
 # A one-shot command retrying an unreachable dependency.

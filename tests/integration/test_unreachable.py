@@ -10,6 +10,7 @@ Each command runs once per case (cached), and two tests read the run: that it ga
 the right line, status and time; and that this line is all of stderr.
 """
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -107,3 +108,21 @@ def test_a_one_shot_command_with_its_dependency_unreachable_prints_only_the_erro
     done = run(stack, missing, args)
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("rating-worker: error: "), done.stderr
+
+
+def test_a_one_shot_command_gives_up_when_no_replica_acknowledges_its_writes(stack: Stack) -> None:
+    """With RATING_REDIS_WAIT_REPLICAS and no replica, `import` waits for the retry budget, then
+    exits with one line naming the setting (it used to wait for ever)."""
+    asyncio.run(stack.create_topics())
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "worker", "import", SEED],
+        env=stack.env(redis_wait_replicas=1, redis_wait_timeout_ms=100, command_retry_seconds=RETRY, log_level="error"),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count(b"\n") == 1, done.stderr
+    assert b"Redis replicas behind" in done.stderr and b"RATING_REDIS_WAIT_REPLICAS=1" in done.stderr
+    assert time.monotonic() - started < BOUND

@@ -123,3 +123,37 @@ async def _wait_group(stack: Stack, group: str, end: dict[int, int], timeout: fl
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"group {group} did not commit {end}: {done}")
         await asyncio.sleep(0.3)
+
+
+def test_a_batch_of_bad_records_alone_raises_its_watermark(stack: Stack) -> None:
+    asyncio.run(asyncio.wait_for(_bad_alone(stack), 60))
+
+
+async def _bad_alone(stack: Stack) -> None:
+    await stack.create_topics(games=1, ratings=2)
+    await stack.produce([b"{not json", b"[1, 2]"])
+    worker = stack.start_worker()
+    await wait_committed(stack, {0: 2})
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0
+    r = redis.Redis.from_url(stack.redis.url)
+    # Every record below 2 is done (dead-lettered): a switch-over waiting for them is not held up.
+    assert r.hget(keys.watermark_key(PREFIX, stack.games_topic), "0") == b"2"
+
+
+def test_a_partition_ending_below_its_watermark_stops_the_worker_with_the_reason(stack: Stack) -> None:
+    asyncio.run(asyncio.wait_for(_ahead(stack), 60))
+
+
+async def _ahead(stack: Stack) -> None:
+    """The input topic was recreated since the watermark was kept: its records below it are new
+    games, which must not be taken as done."""
+    await stack.create_topics(games=1, ratings=2)
+    r = redis.Redis.from_url(stack.redis.url)
+    r.hset(keys.watermark_key(PREFIX, stack.games_topic), "0", 1000)  # left by the old topic
+    sim = ArenaSimulation(10, seed=3)
+    await stack.produce(list(sim.game_lines(20, 0.0, 0.0)))
+    worker = stack.start_worker()
+    assert worker.wait(timeout=40) == 1
+    assert "ends at offset 20, below its watermark 1000" in stack.logs()
+    assert not list(r.scan_iter(f"{PREFIX}{keys.GAME}*")), "no game was taken as done, none was applied"

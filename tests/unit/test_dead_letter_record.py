@@ -238,3 +238,16 @@ def test_a_key_value_and_headers_that_fit_are_byte_identical_to_the_source(
     assert got_key == key and type(got_key) is type(key)
     assert got_value == value and type(got_value) is type(value)
     assert headers[:3] == list(original)
+
+
+def test_headers_that_fit_only_without_the_note_are_dropped_before_the_value_is_cut() -> None:
+    """Key and original headers fill the budget but for less than the note needs: dropping the
+    headers first lets the value keep its room, instead of cutting it for nothing."""
+    value = b"v" * 1000
+    size = record_size(b"game-1", None, [*error_headers(letter()), ("big", b"")])
+    original = (("big", b"h" * (BUDGET - size - 50)),)  # fits, but not with the 160-byte note
+    d = letter(value=value, headers=original)
+    key, cut, headers = dead_letter_record(d, MAX_BYTES, BUDGET)
+    assert record_size(key, cut, headers) <= BUDGET
+    assert cut == value
+    assert note(headers) == "1 original headers dropped"

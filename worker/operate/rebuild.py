@@ -37,6 +37,7 @@ from worker.stream.retry import REDIS_COMMAND, REDIS_CONNECT, retrying
 
 log = logging.getLogger(__name__)
 CHUNK = 1000
+GLOB = "*?[]\\"  # characters of a Redis key pattern
 REBUILD_META = "rebuild"  # {prefix}rebuild -> hash: "topic", and "p:{partition}" -> offset read up to
 
 
@@ -57,19 +58,28 @@ class History:
     records: int = 0
     bad: int = 0
     ends: dict[int, int] = field(default_factory=dict)  # partition -> the offset read up to
+    # Games whose input record arrived within this many seconds: their idempotency records
+    # may still live in Redis (they expire a retention after a worker applied them).
+    recent_seconds: int = 0
+    recent: set[str] = field(default_factory=set)
 
 
 async def read_history(settings: WorkerSettings, start: dict[int, int] | None = None) -> History:
     """Every valid game of the input topic from `start` (default: the beginning) to its end."""
-    history = History(ends=dict(start or {}))
+    history = History(ends=dict(start or {}), recent_seconds=settings.idempotency_retention_seconds)
+    since_ms = (int(time.time()) - history.recent_seconds) * 1000
     async for batch in scan(settings, settings.topic_games, start):
         for record in batch:
             history.records += 1
             history.ends[record.partition] = max(history.ends.get(record.partition, 0), record.offset + 1)
             try:
-                history.games.append(decode_game(record.value or b"", settings.max_message_bytes))
+                game = decode_game(record.value or b"", settings.max_message_bytes)
             except BadInput:
                 history.bad += 1
+                continue
+            history.games.append(game)
+            if record.timestamp >= since_ms:
+                history.recent.add(game.game_id)
     return history
 
 
@@ -88,9 +98,12 @@ def recompute(games: Sequence[GameFinished], seeds: Sequence[SeedRow], training_
 
 
 def check_prefix(prefix: str, live: str) -> None:
-    """A rebuild prefix whose keys could be the live ones (or contain them) is refused."""
+    """A rebuild prefix whose keys could be the live ones (or contain them) is refused, and one
+    with a character of Redis's SCAN patterns (`rebuild --force` clears `{prefix}*`)."""
     if not prefix:
         raise ValueError("the rebuild prefix must not be empty")
+    if any(c in prefix for c in GLOB):
+        raise ValueError(f"the rebuild prefix {prefix!r} holds one of {GLOB}, which Redis reads as a key pattern")
     if prefix.startswith(live) or live.startswith(prefix):
         raise ValueError(
             f"the rebuild prefix {prefix!r} overlaps RATING_REDIS_KEY_PREFIX {live!r}: one is the start of the other, "
@@ -142,7 +155,7 @@ async def rebuild(
         store = recompute(history.games, seeds, settings.training_rating)
         report.ratings = len(store.states)
         await _write_states(redis, prefix, store.states)
-        await _write_records(redis, prefix, store, history.games, settings.idempotency_retention_seconds)
+        await _write_records(redis, prefix, store, history)
         meta: dict[Any, Any] = {"topic": settings.topic_games}  # redis-py types keys invariantly
         meta.update({f"p:{p}": end for p, end in history.ends.items()})
         await with_retry(lambda: redis.hset(f"{prefix}{REBUILD_META}", mapping=meta))
@@ -161,13 +174,12 @@ async def _write_states(redis: "Redis", prefix: str, states: dict[str, RatingSta
         await with_retry(redis.mset, mapping)
 
 
-async def _write_records(
-    redis: "Redis", prefix: str, store: MemoryStore, games: Sequence[GameFinished], retention_seconds: int
-) -> None:
-    """The records of the games of the last retention (by finished_at): a copy of one of them
-    read by the switch-over is then a duplicate, as it is for the workers."""
-    since = int(time.time()) - retention_seconds
-    recent = sorted({g.game_id for g in games if instant(g.finished_at)[0] >= since})
+async def _write_records(redis: "Redis", prefix: str, store: MemoryStore, history: History) -> None:
+    """The records of the games that arrived within the last retention (by their input record's
+    timestamp, as the workers' records expire a retention after they applied them): a copy of
+    one of them that the switch-over reads is then a duplicate, as it is for the workers."""
+    retention_seconds = history.recent_seconds
+    recent = sorted(history.recent)
     for start in range(0, len(recent), CHUNK):
         chunk = recent[start : start + CHUNK]
 

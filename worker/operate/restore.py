@@ -166,21 +166,21 @@ def _carries(event: bytes, stored: bytes) -> bool:
     return encode_state(state_of(parsed)) == stored
 
 
-async def _redis(call: Callable[..., Awaitable[T]], *args: Any) -> T:
+async def with_retry(call: Callable[..., Awaitable[T]], *args: Any) -> T:
     return await retrying(REDIS_COMMAND, call, *args)
 
 
-async def pipelined(redis: "Redis", build: Callable[[Pipeline], object]) -> list[Any]:
-    """One round trip of the commands `build` queues, retried whole (a pipeline forgets its
-    commands once executed, so each attempt builds it again)."""
+async def pipelined(redis: "Redis", build: Callable[[Pipeline], object], atomic: bool = False) -> list[Any]:
+    """One round trip of the commands `build` queues (in MULTI/EXEC if `atomic`), retried whole
+    (a pipeline forgets its commands once executed, so each attempt builds it again)."""
 
     async def attempt() -> list[Any]:
-        async with redis.pipeline(transaction=False) as pipe:
+        async with redis.pipeline(transaction=atomic) as pipe:
             build(pipe)
             result: list[Any] = await pipe.execute()
             return result
 
-    return await _redis(attempt)
+    return await with_retry(attempt)
 
 
 async def reconcile(redis: "Redis", prefix: str, changelog: Changelog, force: bool, report: RestoreReport) -> None:
@@ -245,25 +245,33 @@ async def record_games(redis: "Redis", prefix: str, games: set[str], retention_m
 
 
 async def clear_leases(redis: "Redis", prefix: str, report: RestoreReport) -> None:
-    batch: list[bytes] = []
-    async for key in redis.scan_iter(match=f"{prefix}{keys.LEASE}*", count=CHUNK):
-        batch.append(key)
-    for start in range(0, len(batch), CHUNK):
-        report.leases_cleared += await _redis(redis.delete, *batch[start : start + CHUNK])
+    """Every publication lease (the workers are stopped, or refused by the untrusted mark) and
+    every process's `seen` key (the epoch starts again: no process may compare with old ones)."""
+    for kind in (keys.LEASE, keys.SEEN):
+        found: list[bytes] = [key async for key in redis.scan_iter(match=f"{prefix}{kind}*", count=CHUNK)]
+        for start in range(0, len(found), CHUNK):
+            cleared = await with_retry(redis.delete, *found[start : start + CHUNK])
+            if kind == keys.LEASE:
+                report.leases_cleared += cleared
 
 
 async def trust(redis: "Redis", prefix: str) -> None:
     """Mark the store trusted again: a new epoch (with writes from 0), and no untrusted mark.
-    A worker that saw the old store then finds a higher epoch, not a lower one."""
+    A worker that saw the old store then finds a higher epoch, not a lower one. In one
+    MULTI/EXEC: no apply may see the new epoch with the old writes."""
     store = keys.store_key(prefix)
-    await pipelined(
-        redis,
-        lambda pipe: (
-            pipe.hincrby(store, "epoch", 1),
-            pipe.hset(store, "writes", 0),
-            pipe.delete(keys.untrusted_key(prefix)),
-        ),
-    )
+
+    def build(pipe: Pipeline) -> None:
+        pipe.hincrby(store, "epoch", 1)
+        pipe.hset(store, "writes", 0)
+        pipe.delete(keys.untrusted_key(prefix))
+
+    await pipelined(redis, build, atomic=True)
+
+
+async def distrust(redis: "Redis", prefix: str, reason: str) -> None:
+    """Mark the store untrusted: every script of every process refuses work until `trust`."""
+    await with_retry(redis.set, keys.untrusted_key(prefix), reason)
 
 
 async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], None]) -> RestoreReport:
@@ -277,17 +285,22 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
             say(f"restore: {records} records read ({records / (last - started):,.0f}/s)")
 
     redis = make_redis(settings)
+    prefix = settings.redis_key_prefix
     try:
         await retrying(REDIS_CONNECT, redis.ping)
+        # Workers still running wait meanwhile (their scripts refuse): a restore's plain writes
+        # and its clearing of the leases must not meet their applies and publications.
+        await distrust(redis, prefix, "a restore is under way (or stopped before it ended): run it again")
         changelog = await read_changelog(settings, progress)
         report.records, report.ratings, report.games = changelog.records, len(changelog.latest), len(changelog.games)
         say(f"restore: read {report.records} records: {report.ratings} ratings, {report.games} games")
-        prefix = settings.redis_key_prefix
         await reconcile(redis, prefix, changelog, force, report)
         await record_games(redis, prefix, changelog.games, settings.idempotency_retention_seconds * 1000, report)
         await clear_leases(redis, prefix, report)
         report.partial = changelog.partial_games(int(time.time() * 1000))
-        if not report.refused:
+        if report.refused:
+            await distrust(redis, prefix, f"restore refused {len(report.refused)} ratings: run it with --force")
+        else:
             await trust(redis, prefix)
             report.trusted = True
     finally:

@@ -68,6 +68,7 @@ class SwitchReport:
     rounds: int = 0
     unrated: list[str] = field(default_factory=list)
     moving: list[str] = field(default_factory=list)  # changed by the workers in every round
+    live_only: list[str] = field(default_factory=list)  # live ratings the rebuild has no state for
 
 
 async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str], None]) -> SwitchReport:
@@ -80,31 +81,35 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
         ends = await _rebuild_ends(redis, prefix, settings.topic_games)
         await _wait_for_workers(redis, settings, ends, say)
         rebuilt_keys = [k.decode().removeprefix(f"{prefix}{keys.STATE}") async for k in _keys(redis, prefix)]
-        pending: set[str] | None = None  # None: every rating; then the moved ones
-        while pending is None or pending:
+        moved: set[str] = set()
+        while report.rounds == 0 or moved:
             report.rounds += 1
             if report.rounds > ROUNDS:
-                report.moving = sorted(pending or ())
+                report.moving = sorted(moved)
                 break
+            # Every rating is compared in every round: a game applied since the last round may
+            # have changed a rating that matched then (its opponent's import had moved).
             snapshot = await _snapshot(redis, settings.redis_key_prefix)
             forward = await _bring_forward(redis, settings, prefix, ends, rebuilt_keys, report)
-            rows, expected = [], {}
-            for key in sorted(forward if pending is None else pending & set(forward)):
+            report.live_only = sorted(set(snapshot) - set(forward))
+            rows, expected, unrated = [], {}, []
+            for key in sorted(forward):
                 state = forward[key]
                 live = snapshot.get(key, UNSEEN)
                 if live.seq and same_rating(live, state):
                     continue
                 if state.rating is None:
-                    if live.seq and key not in report.unrated:
-                        report.unrated.append(key)
+                    if live.seq:
+                        unrated.append(key)
                     continue
                 player, _, category = key.partition("/")
                 rows.append(SeedRow(player, Category(category), state.rating, state.rated_games))
                 expected[key] = live.seq
+            report.unrated = unrated
             if report.rounds == 1:
-                report.differing = len(rows) + len(report.unrated)
+                report.differing = len(rows) + len(unrated)
             say(f"switch-over: round {report.rounds}: {len(rows)} ratings differ; importing them")
-            pending = await _import(settings, rows, expected, report) if rows else set()
+            moved = await _import(settings, rows, expected, report) if rows else set()
     finally:
         await close_quietly(redis.aclose())
     return report

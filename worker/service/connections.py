@@ -7,7 +7,9 @@ in RATING_SECRETS_DIR (see `worker.settings`), and are never logged.
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable
+from contextvars import ContextVar
 from typing import Any
 
 from aiokafka.helpers import create_ssl_context
@@ -91,21 +93,37 @@ def addresses(settings: WorkerSettings) -> dict[str, str]:
     return {"kafka": f"RATING_KAFKA_BOOTSTRAP_SERVERS={settings.kafka_bootstrap_servers}", "redis": redis}
 
 
+_closing_until: ContextVar[float | None] = ContextVar("closing_until", default=None)
+
+
+def begin_closing() -> None:
+    """From now on, every close of this task shares one CLOSE_SECONDS budget (`close_quietly`):
+    a process closing its consumer, then its producer and Redis, is done within it."""
+    if _closing_until.get() is None:
+        _closing_until.set(time.monotonic() + CLOSE_SECONDS)
+
+
 async def close_quietly(*closing: Awaitable[object]) -> None:
-    """Await each close within CLOSE_SECONDS; one that fails or hangs is left behind.
+    """Await the closes together, within CLOSE_SECONDS (or what is left of the budget that
+    `begin_closing` set); one that fails or hangs is left behind.
 
     A client may also raise CancelledError from its own close (aiokafka's consumer awaits the
     fetch tasks it has just cancelled, when the broker is gone): that is its failure, not a
     cancellation of ours, unless ours is under way, which is then passed on.
     """
-    for close in closing:
-        try:
-            async with asyncio.timeout(CLOSE_SECONDS):
-                await close
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise
-            log.debug("closing a client raised CancelledError of its own")
-        except Exception as e:  # an unreachable server: nothing more to do before exiting
-            log.debug("closing a client failed (%s: %s)", type(e).__name__, e)
+    until = _closing_until.get()
+    budget = CLOSE_SECONDS if until is None else max(0.0, until - time.monotonic())
+    results = []
+    try:
+        async with asyncio.timeout(budget):
+            results = await asyncio.gather(*closing, return_exceptions=True)
+    except TimeoutError:
+        log.debug("closing the clients took longer than %.1f s: left behind", budget)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        log.debug("closing a client raised CancelledError of its own")
+    for result in results:
+        if isinstance(result, BaseException):  # an unreachable server: nothing more to do
+            log.debug("closing a client failed (%s: %s)", type(result).__name__, result)

@@ -24,15 +24,15 @@ from importlib.metadata import version
 from typing import TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from redis.asyncio import Redis
 
 from worker import metrics
-from worker.service.connections import addresses, close_quietly, kafka_options
+from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
 from worker.service.health import Health, serve_http, watch_dependencies
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
+from worker.store.redis_store import RedisStore
 from worker.stream import retry
-from worker.stream.consumer import RatingConsumer
+from worker.stream.consumer import RatingConsumer, WatermarkAhead
 from worker.stream.dead_letters import DeadLetters
 from worker.stream.retry import KAFKA_JOIN, PERMANENT_KAFKA_ERRORS, retrying
 
@@ -107,6 +107,9 @@ async def serve(settings: WorkerSettings) -> int:
     if isinstance(error, PERMANENT_KAFKA_ERRORS):
         log.error("stopping: Kafka refuses a request for good (%s: %s)", type(error).__name__, error)
         return 1
+    if isinstance(error, WatermarkAhead):
+        log.error("stopping: %s", error)
+        return 1
     return work.result()
 
 
@@ -142,8 +145,9 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
             consumer.subscribe([settings.topic_games], listener=worker.listener())
             try:
                 await retrying(KAFKA_JOIN, consumer.start)
-                await _run_consumer(worker, pipeline.store.redis, producer, health, stopping, progress, settings)
+                await _run_consumer(worker, pipeline.store, producer, health, stopping, progress, settings)
             finally:
+                begin_closing()  # the consumer, then the producer and Redis: one budget for all
                 await close_quietly(consumer.stop())
     finally:
         if server is not None:
@@ -154,14 +158,16 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
 
 async def _run_consumer(
     worker: RatingConsumer,
-    redis: "Redis",
+    store: RedisStore,
     producer: AIOKafkaProducer,
     health: Health,
     stopping: asyncio.Event,
     progress: _Progress,
     settings: WorkerSettings,
 ) -> None:
-    watching = asyncio.create_task(watch_dependencies(health, producer.client.fetch_all_metadata, redis.ping))
+    # Redis's check runs the store's guard: a loss of this process's writes is found within
+    # a check interval even while no game arrives.
+    watching = asyncio.create_task(watch_dependencies(health, producer.client.fetch_all_metadata, store.check))
     progress.consuming = True
     log.info("consuming %s as group %s", settings.topic_games, settings.kafka_group_id)
     try:

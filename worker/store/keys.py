@@ -16,6 +16,9 @@ WATERMARK = "w:"
 STORE = "store"
 # {prefix}untrusted -> why the store refuses work until `rating-worker restore` runs (no expiry)
 UNTRUSTED = "untrusted"
+# {prefix}seen:{token} -> the store's `writes` as this process saw it after its last apply;
+# only this process writes it, so that a loss of its writes shows whatever others wrote since
+SEEN = "seen:"
 
 
 def state_key(prefix: str, rating: str) -> str:

@@ -40,7 +40,6 @@ an unchanged state. Keys are built inside the scripts from the prefix, so the wo
 a single Redis primary (standalone or Sentinel), not Redis Cluster.
 """
 
-import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
@@ -62,6 +61,10 @@ log = logging.getLogger(__name__)
 
 class StoreUntrusted(Exception):
     """The store refuses work until `rating-worker restore` has run: it lost acknowledged writes."""
+
+
+class ReplicasBehind(Exception):
+    """Fewer replicas than RATING_REDIS_WAIT_REPLICAS hold the last write: nothing may go on yet."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +124,7 @@ class RedisStore:
         # The highest (epoch, writes) this process saw after its own write was acknowledged
         # (and replicated): the store may never be found below it again.
         self.known = (0, 0)
+        self._unreplicated = (0, 0)  # the last apply's, until `replicated` confirms it
         self._read = redis.register_script(scripts.READ)
         self._apply = redis.register_script(scripts.APPLY)
         self._ack = redis.register_script(scripts.ACK)
@@ -154,15 +158,15 @@ class RedisStore:
         with metrics.REDIS_SECONDS.labels("apply").time():
             results, claimed, blocked, epoch, writes = await self._run(
                 self._apply,
-                self.token,
                 self.lease_ms,
                 self.retention_ms,
                 packed,
                 _pack(list(flush)),
                 _pack(flat_marks),
             )
-        await self._wait_for_replicas()
-        self.known = max(self.known, (int(epoch), int(writes)))
+        self._unreplicated = (int(epoch), int(writes))
+        if self.wait_replicas == 0:
+            self.known = max(self.known, self._unreplicated)
         applied = [r == 1 for r in results]
         # The script returns the events older than this call's; ours follow them, in item order.
         ours: dict[str, list[bytes]] = defaultdict(list)
@@ -184,16 +188,26 @@ class RedisStore:
         is released, except for the ratings in `keep` (more of their events are still to
         be sent), whose lease is renewed instead. Returns the ratings whose lease
         was lost (it expired, during an outage): their events stay for the next holder.
-        With RATING_REDIS_WAIT_REPLICAS > 0 it returns only once replicas hold the removal,
-        so that the next round is never sent while a replica still holds this one.
+        With RATING_REDIS_WAIT_REPLICAS > 0 the caller waits for `replicated` before the next
+        round, so that it is never sent while a replica still holds this one.
         """
         if not sent:
             return []
         flat = [x for rating, payload in sent.items() for x in (rating, payload, 0 if rating in keep else 1)]
         with metrics.REDIS_SECONDS.labels("ack").time():
-            lost = await self._run(self._ack, self.token, self.lease_ms, _pack(flat))
-        await self._wait_for_replicas()
+            lost = await self._run(self._ack, self.lease_ms, _pack(flat))
         return [r.decode() for r in lost]
+
+    async def check(self) -> bool:
+        """Run the store's guard alone (the health check's Redis ping): False once the store
+        refuses work. It also keeps this process's `seen` key alive while it idles."""
+        try:
+            await self.read((), ())
+        except StoreUntrusted as e:
+            metrics.STORE_UNTRUSTED.set(1)
+            log.error("the Redis store is not trusted: %s; run `rating-worker restore`", e)
+            return False
+        return True
 
     async def watermarks(self, topic: str) -> dict[int, int]:
         """The input partitions' watermarks: every record below is applied, recorded or dead-lettered."""
@@ -204,40 +218,34 @@ class RedisStore:
         """Run a script behind the store's guard: a store that went back in time raises StoreUntrusted."""
         epoch, writes = self.known
         try:
-            return await script(args=[self.prefix, epoch, writes, *args])
+            return await script(args=[self.prefix, self.token, epoch, writes, *args])
         except ResponseError as e:
             message = str(e)
             if message.startswith("UNTRUSTED "):
                 raise StoreUntrusted(message.removeprefix("UNTRUSTED ")) from None
             raise
 
-    async def _wait_for_replicas(self) -> None:
-        """With RATING_REDIS_WAIT_REPLICAS > 0, return only once that many replicas hold every
-        write made so far: nothing is published or committed before.
+    async def replicated(self) -> None:
+        """With RATING_REDIS_WAIT_REPLICAS > 0, return once that many replicas hold every write
+        made so far, or raise ReplicasBehind (the caller retries it, never the write itself):
+        nothing is published or committed before. Call it after each apply, claim and ack.
 
         `WAIT` counts the replicas that hold the last write of *its own connection*, and the
         script may have run on another pooled connection (or on one that was since
         reconnected), so each WAIT follows a small write of its own on the same connection
         (`syncs`): replicas that hold it hold everything written before it.
         """
-        warned = False
-        while self.wait_replicas > 0:
+        if self.wait_replicas > 0:
             async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.hincrby(keys.store_key(self.prefix), "syncs", 1)
                 pipe.wait(self.wait_replicas, self.wait_timeout_ms)
                 _, acknowledged = await pipe.execute()
-            if int(acknowledged) >= self.wait_replicas:
-                return
-            if not warned:
-                log.warning(
-                    "only %s of RATING_REDIS_WAIT_REPLICAS=%d replicas acknowledged a write within %d ms; "
-                    "waiting before anything is published or committed",
-                    acknowledged,
-                    self.wait_replicas,
-                    self.wait_timeout_ms,
+            if int(acknowledged) < self.wait_replicas:
+                raise ReplicasBehind(
+                    f"{acknowledged} of RATING_REDIS_WAIT_REPLICAS={self.wait_replicas} replicas acknowledged "
+                    f"a write within {self.wait_timeout_ms} ms"
                 )
-                warned = True
-            await asyncio.sleep(0.1)
+        self.known = max(self.known, self._unreplicated)
 
 
 def _pack(value: object) -> bytes:

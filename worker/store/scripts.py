@@ -7,30 +7,42 @@ put in here so that they are defined once. Batches come and go as one MessagePac
 
 from worker.store import keys
 
-# Every script starts with this check (see `worker.store.redis_store`). ARGV[2] and ARGV[3] are
-# the epoch and writes this process has seen; a refusal is an error reply "UNTRUSTED reason".
+# A process's `seen` key outlives it by a day, then expires; while it lives, every script call
+# and the health check every 2 s keep it. (A process frozen for a day would find it gone and
+# mark the store untrusted: a false alarm that restore clears.)
+SEEN_TTL_MS = 24 * 3600 * 1000
+
+# Every script starts with this check (see `worker.store.redis_store`). ARGV[1] is the prefix,
+# ARGV[2] the process's token, ARGV[3] and ARGV[4] the epoch and writes it saw after its own
+# last acknowledged apply; a refusal is an error reply "UNTRUSTED reason". The writes count is
+# compared with the process's own `seen` key, which only that process writes (atomically with
+# its applies): other processes' writes, which raise the shared counter, cannot hide a loss
+# of this one's. Each call keeps the process's `seen` key alive (SEEN_TTL_MS).
 _GUARD = """
-local function guard(p, known_epoch, known_writes)
+local function guard(p, token, known_epoch, known_writes)
   local reason = redis.call('GET', p .. $UNTRUSTED)
   if reason then return reason end
-  local stored = redis.call('HMGET', p .. $STORE, 'epoch', 'writes')
-  local epoch, writes = tonumber(stored[1] or '0'), tonumber(stored[2] or '0')
-  if epoch < known_epoch or (epoch == known_epoch and writes < known_writes) then
+  local epoch = tonumber(redis.call('HGET', p .. $STORE, 'epoch') or '0')
+  local seen_key = p .. $SEEN .. token
+  local seen = tonumber(redis.call('GET', seen_key) or '0')
+  if epoch < known_epoch or (epoch == known_epoch and seen < known_writes) then
     reason = 'the store went back from epoch ' .. known_epoch .. ' writes ' .. known_writes ..
-      ' to epoch ' .. epoch .. ' writes ' .. writes .. ': Redis lost acknowledged writes'
+      ' to epoch ' .. epoch .. ' writes ' .. seen .. ' (as process ' .. token .. ' saw them): ' ..
+      'Redis lost acknowledged writes'
     redis.call('SET', p .. $UNTRUSTED, reason)
     return reason
   end
+  if seen > 0 then redis.call('PEXPIRE', seen_key, $SEEN_TTL_MS) end
   return false
 end
-local refused = guard(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]))
+local refused = guard(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
 if refused then return redis.error_reply('UNTRUSTED ' .. refused) end
 """
 
 _READ = (
     _GUARD
     + """
-local p, ratings, games = ARGV[1], cmsgpack.unpack(ARGV[4]), cmsgpack.unpack(ARGV[5])
+local p, ratings, games = ARGV[1], cmsgpack.unpack(ARGV[5]), cmsgpack.unpack(ARGV[6])
 local out = {}
 for _, r in ipairs(ratings) do
   out[#out + 1] = redis.call('GET', p .. $STATE .. r)
@@ -72,7 +84,7 @@ _APPLY = (
     _GUARD
     + _CLAIM
     + """
-local p, token = ARGV[1], ARGV[4]
+local p, token = ARGV[1], ARGV[2]
 local lease_ms, retention_ms = tonumber(ARGV[5]), tonumber(ARGV[6])
 -- Items: {game_id, digest, {rating, seq read, ...}, {{rating, state, event}, ...}}.
 -- Marks: {topic, partition, offset, ...}: raised only if every item of this call applies.
@@ -119,18 +131,23 @@ if all_applied then
     end
   end
 end
-if wrote then redis.call('HINCRBY', p .. $STORE, 'writes', 1) end
-local stored = redis.call('HMGET', p .. $STORE, 'epoch', 'writes')
+-- The process's own view of the store: what it may never find lower again (see _GUARD).
+local mine = tonumber(redis.call('GET', p .. $SEEN .. token) or '0')
+if wrote then
+  mine = redis.call('HINCRBY', p .. $STORE, 'writes', 1)
+  redis.call('SET', p .. $SEEN .. token, mine, 'PX', $SEEN_TTL_MS)
+end
+local epoch = tonumber(redis.call('HGET', p .. $STORE, 'epoch') or '0')
 for _, r in ipairs(flush) do touch(r) end
 local claimed, blocked = claim(p, token, lease_ms, touched, appended)
-return {results, claimed, blocked, tonumber(stored[1] or '0'), tonumber(stored[2] or '0')}
+return {results, claimed, blocked, epoch, mine}
 """
 )
 
 _ACK = (
     _GUARD
     + """
-local p, token, lease_ms = ARGV[1], ARGV[4], tonumber(ARGV[5])
+local p, token, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[5])
 -- Sent: {rating, event sent, 1 to release the lease or 0 to renew it, ...}.
 local sent = cmsgpack.unpack(ARGV[6])
 local lost = {}
@@ -156,7 +173,8 @@ return lost
 
 def _lua(source: str) -> str:
     """The script with the key kinds of `worker.store.keys` put in, so that they are defined once."""
-    for name in ("STATE", "OUTBOX", "LEASE", "GAME", "WATERMARK", "STORE", "UNTRUSTED"):
+    source = source.replace("$SEEN_TTL_MS", str(SEEN_TTL_MS))
+    for name in ("STATE", "OUTBOX", "LEASE", "GAME", "WATERMARK", "STORE", "UNTRUSTED", "SEEN"):
         source = source.replace(f"${name}", repr(getattr(keys, name)))
     return source
 

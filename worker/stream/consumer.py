@@ -27,6 +27,7 @@ from worker import metrics
 from worker.engine.decoder import BadInput, ErrorKind, decode_game
 from worker.engine.engine import GameOutcome, Verdict
 from worker.service.health import Health
+from worker.store import keys
 from worker.store.redis_store import Watermark
 from worker.stream.dead_letters import DeadLetter, DeadLetters, Source
 from worker.stream.pipeline import Pipeline
@@ -44,6 +45,10 @@ FETCH_TIMEOUT_MS = 200  # how long an idle getmany waits: bounds how late a stop
 # Reading the watermarks inside a rebalance callback holds up the whole group's rebalance:
 # past this, the partitions start without them, and the first batch reads them (retrying).
 ASSIGN_READ_SECONDS = 5.0
+
+
+class WatermarkAhead(Exception):
+    """A partition ends below its watermark: the topic is not the one the watermark was kept for."""
 
 
 class RatingConsumer:
@@ -78,6 +83,7 @@ class RatingConsumer:
         try:
             while not stopping.is_set():
                 batches = await self.consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS, max_records=self.batch_size)
+                self.check_ends()  # also while no record comes: a consumer past the end waits there
                 if batches:
                     async with self.in_flight:
                         await self.process(batches)
@@ -120,6 +126,20 @@ class RatingConsumer:
             metrics.IN_FLIGHT.set(0)
         metrics.PROCESSING_SECONDS.observe(time.perf_counter() - started)
 
+    def check_ends(self) -> None:
+        """A partition whose end (its highwater, from the fetches) is below its watermark is not
+        the one the watermark was kept for (the topic was recreated or truncated): every record
+        below the watermark would be taken as done, games never applied. Stop, with the reason."""
+        for tp in self.consumer.assignment():
+            highwater, below = self.consumer.highwater(tp), self.watermarks.get(tp, 0)
+            if highwater is not None and highwater < below:
+                raise WatermarkAhead(
+                    f"{tp.topic} partition {tp.partition} ends at offset {highwater}, below its watermark {below}: "
+                    "the topic was recreated or truncated since; if that is intended, delete "
+                    f"{keys.watermark_key(self.pipeline.store.prefix, tp.topic)} (and the group's offsets) "
+                    "and restart"
+                )
+
     async def load_watermarks(self, partitions: Iterable[TopicPartition]) -> None:
         """Read the watermarks of `partitions` whose watermark this process does not know yet."""
         for topic in sorted({tp.topic for tp in partitions if tp not in self.watermarks}):
@@ -134,6 +154,7 @@ class RatingConsumer:
         letters: list[DeadLetter] = []
         metrics.GAMES_CONSUMED.inc(sum(len(records) for records in batches.values()))
         await self.load_watermarks(batches)
+        self.check_ends()
         for tp, records in batches.items():
             below = self.watermarks.get(tp, 0)
             for record in records:

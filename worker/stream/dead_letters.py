@@ -89,7 +89,8 @@ def dead_letter_record(letter: DeadLetter, max_bytes: int, budget: int) -> tuple
         return record_size(key, value, [*original, *errors, (TRUNCATED_HEADER, b"x" * NOTE_BYTES)]) - budget
 
     cuts = []
-    if over() > 0 and original and record_size(key, None, [*original, *errors]) > budget:
+    note = (TRUNCATED_HEADER, b"x" * NOTE_BYTES)
+    if over() > 0 and original and record_size(key, None, [*original, *errors, note]) > budget:
         # The key and headers alone do not fit: the headers go first, so that the value keeps
         # whatever room is left (it says more about the bad record than its headers).
         cuts.append(f"{len(original)} original headers dropped")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from worker.engine.engine import Engine
 from worker.store.redis_store import Claimed, RedisStore, Watermark
 from worker.stream.publisher import Publisher
-from worker.stream.retry import REDIS_ACK, REDIS_APPLY, REDIS_CLAIM, REDIS_READ, retrying
+from worker.stream.retry import REDIS_ACK, REDIS_APPLY, REDIS_CLAIM, REDIS_READ, REDIS_WAIT, retrying
 from worker.stream.schedule import Item, Planned, game_of, plan, ratings_read
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,11 @@ class Pipeline:
         6. Outboxes another process was flushing are waited for and flushed.
         """
         stats = BatchStats()
+        if not items:  # a batch of bad records alone: its watermarks are raised all the same
+            if marks:
+                await retrying(REDIS_APPLY, self.store.apply, (), (), marks)
+                await retrying(REDIS_WAIT, self.store.replicated)
+            return [], stats
         final: list[Planned | None] = [None] * len(items)
         pending = list(range(len(items)))
         blocked: set[str] = set()
@@ -67,6 +72,7 @@ class Pipeline:
             # game, an unchanged seed row or a crash before publication leaves no event behind.
             flush = {r for r in ratings if snapshot.unconfirmed.get(r)}
             applied, claimed = await retrying(REDIS_APPLY, self.store.apply, writes, sorted(flush), marks)
+            await retrying(REDIS_WAIT, self.store.replicated)
             results = iter(applied)
             retry = []
             replanned: set[str] = set()  # games with a copy to plan again
@@ -94,6 +100,7 @@ class Pipeline:
             await asyncio.sleep(delay)
             delay = min(delay * 2, BLOCKED_MAX_DELAY)
             claimed = await retrying(REDIS_CLAIM, self.store.claim, sorted(blocked))
+            await retrying(REDIS_WAIT, self.store.replicated)
             sent, lost = await self._publish(claimed)
             stats.events_sent += sent
             blocked = set(claimed.blocked) | lost
@@ -119,6 +126,7 @@ class Pipeline:
             sent += len(heads)
             more = {rating for rating in heads if len(outboxes[rating]) > r + 1}
             gone = set(await retrying(REDIS_ACK, self.store.ack, heads, more))
+            await retrying(REDIS_WAIT, self.store.replicated)  # before the next round goes out
             lost |= gone
             outboxes = {rating: events for rating, events in outboxes.items() if rating in more and rating not in gone}
             r += 1

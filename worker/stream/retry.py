@@ -24,7 +24,7 @@ from aiokafka.errors import KafkaError
 from redis.exceptions import BusyLoadingError, ConnectionError, TimeoutError
 
 from worker import metrics
-from worker.store.redis_store import StoreUntrusted
+from worker.store.redis_store import ReplicasBehind, StoreUntrusted
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -75,6 +75,7 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     KafkaError,
     OSError,
     StoreUntrusted,
+    ReplicasBehind,
 )
 
 
@@ -102,6 +103,7 @@ REDIS_READ = Operation("redis_read", "redis")
 REDIS_APPLY = Operation("redis_apply", "redis")
 REDIS_CLAIM = Operation("redis_claim", "redis")
 REDIS_ACK = Operation("redis_ack", "redis")
+REDIS_WAIT = Operation("redis_wait_replicas", "redis")
 REDIS_COMMAND = Operation("redis_command", "redis")  # the operator commands' plain reads and writes
 OPERATIONS = (
     KAFKA_CONNECT,
@@ -115,6 +117,7 @@ OPERATIONS = (
     REDIS_APPLY,
     REDIS_CLAIM,
     REDIS_ACK,
+    REDIS_WAIT,
     REDIS_COMMAND,
 )
 
@@ -196,5 +199,7 @@ async def retrying(operation: Operation, attempt: Callable[..., Awaitable[T]], *
 def _what(operation: Operation, error: BaseException) -> str:
     if isinstance(error, StoreUntrusted):
         return "the Redis store is not trusted: run `rating-worker restore`"
+    if isinstance(error, ReplicasBehind):
+        return f"Redis replicas behind ({where('redis')})"
     name = "Kafka" if operation.dependency == "kafka" else "Redis"
     return f"{name} unreachable ({where(operation.dependency)})"
