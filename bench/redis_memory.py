@@ -13,11 +13,12 @@ from redis.asyncio import Redis
 
 from worker.embedded.stack import RedisServer
 from worker.engine.engine import Engine, SeedRow
-from worker.replay.memory_store import MemoryStore
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
-from worker.store.redis_store import RedisStore, Write
-from worker.store.state_codec import encode_state
+from worker.rules.hundredths import Hundredths, Points
+from worker.rules.state import UNSEEN
+from worker.store.protocol import Write
+from worker.store.redis_store import RedisStore
 
 CHUNK = 1000
 RETENTION = 30 * 24 * 3600
@@ -33,15 +34,15 @@ async def measure(ratings: int, games: int) -> None:
     try:
         redis = Redis.from_url(server.url)
         store = RedisStore(redis, "rating:", "bench", 60, RETENTION)
-        engine = Engine(ArenaRules(), 1200)
+        engine = Engine(ArenaRules(), Points(1200))
         base = await used(redis)
         for start in range(0, ratings, CHUNK):
             items = []
             for i in range(start, min(start + CHUNK, ratings)):
-                row = SeedRow(f"p{i:07d}", Category.BLITZ, 150000 + i % 90000, 40)
-                update = MemoryStore(engine).seed(row).update
+                row = SeedRow(f"p{i:07d}", Category.BLITZ, Hundredths(150000 + i % 90000), 40)
+                update = engine.seed(row, UNSEEN).update
                 assert update is not None
-                items.append(Write("", b"", ((row.key, 0),), ((row.key, encode_state(update.state), update.payload),)))
+                items.append(Write("", b"", ((row.key, 0),), ((row.key, update.state, update.payload),)))
             _, claimed = await store.apply(items)
             await store.ack({k: head for k, (head,) in claimed.outboxes.items()})
         after_ratings = await used(redis)

@@ -9,6 +9,7 @@ The target of issue 2 is at least 30,000 games/s on one core; it is reported, no
 """
 
 import argparse
+import asyncio
 import resource
 import shutil
 import subprocess
@@ -21,9 +22,12 @@ from pathlib import Path
 from schemas.game_finished import GameFinished
 from worker.embedded.simulation import ArenaSimulation
 from worker.engine.engine import Engine, SeedRow
-from worker.replay.memory_store import MemoryStore
+from worker.engine.schedule import SeedItem, apply_in_order
+from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
+from worker.rules.hundredths import Hundredths, Points
+from worker.rules.state import UNSEEN, RatingState
 
 
 def generate(directory: Path, games: int, players: int) -> tuple[Path, Path]:
@@ -51,12 +55,16 @@ def run_rate(games_path: Path, seed_path: Path) -> tuple[float, int, str]:
 
 def memory_per_item(n: int) -> tuple[float, float]:
     """Bytes the store keeps per rated rating and per recorded game."""
-    engine = Engine(ArenaRules(), 1200)
-    store = MemoryStore(engine)
+    engine = Engine(ArenaRules(), Points(1200))
+    backend: MemoryBackend[RatingState] = MemoryBackend(UNSEEN, keep_outboxes=False)
+    store = MemoryStore(backend)
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
-    for i in range(n):
-        store.seed(SeedRow(f"player{i:07d}", Category.BLITZ, 150000 + i % 50000, 40))
+    rows = [
+        SeedItem(SeedRow(f"player{i:07d}", Category.BLITZ, Hundredths(150000 + i % 50000), 40), False) for i in range(n)
+    ]
+    asyncio.run(apply_in_order(engine, store, rows))
+    del rows
     per_rating = _grown(before) / n
     before = tracemalloc.take_snapshot()
     base = {
@@ -69,8 +77,10 @@ def memory_per_item(n: int) -> tuple[float, float]:
         "result": "1-0",
         "termination": "timeout",
     }
-    for i in range(n):
-        store.apply(GameFinished.model_validate({**base, "game_id": f"game{i:09d}"}))
+    for start in range(0, n, 1000):
+        chunk = [GameFinished.model_validate({**base, "game_id": f"game{i:09d}"}) for i in range(start, start + 1000)]
+        asyncio.run(apply_in_order(engine, store, chunk))
+    del chunk
     per_game = _grown(before) / n
     tracemalloc.stop()
     return per_rating, per_game

@@ -57,6 +57,7 @@ from worker.embedded.stack import (
 from worker.engine.decoder import decode_game
 from worker.engine.engine import Engine, Verdict
 from worker.rules.arena import ArenaRules
+from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN
 from worker.settings import WorkerSettings
 from worker.store import keys
@@ -578,7 +579,7 @@ async def ceiling_child(bootstrap: str, expect: int) -> dict[str, float]:
 
 async def naive_child(bootstrap: str, redis_url: str, expect: int) -> dict[str, float]:
     """One game at a time: read, rate, write, publish and await, commit."""
-    engine = Engine(ArenaRules(), DEFAULTS.training_rating)
+    engine = Engine(ArenaRules(), Points(DEFAULTS.training_rating))
     consumer = games_consumer(bootstrap)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     redis = Redis.from_url(redis_url)

@@ -18,6 +18,7 @@ from worker.replay.progress import Progress
 from worker.replay.replay import replay
 from worker.replay.seed_file import read_seed_file
 from worker.rules.arena import ArenaRules
+from worker.rules.hundredths import Points
 from worker.settings import RulesSettings
 
 if TYPE_CHECKING:
@@ -96,9 +97,9 @@ def cmd_rate(args: argparse.Namespace) -> int:
             raise UsageError(f"{e.filename}: cannot write: {e.strerror}") from None
         total = Path(args.games).stat().st_size if args.games != "-" else None
         progress = Progress(sys.stderr, total) if sys.stderr.isatty() else None
-        engine = Engine(ArenaRules(), settings.training_rating)
+        engine = Engine(ArenaRules(), Points(settings.training_rating))
         started = time.perf_counter()
-        counts, store = replay(engine, seeds, games, out, dlq, settings.max_message_bytes, progress)
+        counts, store = asyncio.run(replay(engine, seeds, games, out, dlq, settings.max_message_bytes, progress))
         if progress is not None:
             progress.close()
     print(counts.summary(store, time.perf_counter() - started), file=sys.stderr)

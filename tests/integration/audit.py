@@ -8,12 +8,13 @@ from schemas.rating_changed import RatingChanged, RatingStateSnapshot
 from tests.integration.kafka_io import Record
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
+from worker.rules.hundredths import Hundredths
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.system import Pairing, Rated
 
 
-def hundredths(value: Decimal) -> int:
-    return int(value * 100)
+def hundredths(value: Decimal) -> Hundredths:
+    return Hundredths(int(value * 100))
 
 
 def to_state(s: RatingStateSnapshot) -> RatingState:
@@ -75,7 +76,7 @@ def audit(records: list[Record]) -> Audit:
 def check_rules(result: Audit) -> None:
     """Every game's changes are exactly what the rules give from the states before it."""
     before: dict[str, RatingState] = {}
-    ratings_held: dict[str, set[int]] = defaultdict(set)
+    ratings_held: dict[str, set[Hundredths]] = defaultdict(set)
     for key, events in result.by_key.items():
         previous = UNSEEN
         for e in events:
@@ -92,7 +93,7 @@ def check_rules(result: Audit) -> None:
         first = events[0]
         assert first.opponent_id is not None and first.score is not None
         category = Category(first.category)
-        pairing = Pairing(game_id, first.player_id, first.opponent_id, hundredths(first.score))
+        pairing = Pairing(game_id, first.player_id, first.opponent_id, Hundredths(hundredths(first.score)))
         mine = before[first.event_id]
         if len(events) == 2:
             candidates = [before[events[1].event_id]]

@@ -32,20 +32,21 @@ from tests.integration.test_store import make_game
 from worker.embedded.simulation import ArenaSimulation
 from worker.embedded.stack import RedisServer
 from worker.engine.engine import Engine, SeedRow
+from worker.engine.schedule import Item, SeedItem
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
+from worker.rules.hundredths import Hundredths, Points
 from worker.store import keys
 from worker.store.redis_store import RedisStore, StoreUntrusted
 from worker.store.state_codec import decode_state
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
-from worker.stream.schedule import Item, SeedItem
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 PREFIX = "rating:"
 LEASE = 1.0  # seconds: the stopped process's leases expire quickly on the promoted replica
-ENGINE = Engine(ArenaRules(), training_rating=1200)
+ENGINE = Engine(ArenaRules(), training_rating=Points(1200))
 
 
 class PromotingPublisher(Publisher):
@@ -65,8 +66,8 @@ class PromotingPublisher(Publisher):
                 promote(self.replica)
 
 
-def pipeline_on(client: Redis, publisher: Publisher, token: str) -> Pipeline:
-    store = RedisStore(client, PREFIX, token, LEASE, 3600, wait_replicas=1, wait_timeout_ms=100)
+def pipeline_on(client: Redis, publisher: Publisher, token: str, wait_replicas: int = 1) -> Pipeline:
+    store = RedisStore(client, PREFIX, token, LEASE, 3600, wait_replicas=wait_replicas, wait_timeout_ms=100)
     return Pipeline(ENGINE, store, publisher)
 
 
@@ -86,7 +87,7 @@ async def _ack_replicated(stack: Stack, replica: RedisServer) -> None:
     try:
         publisher = PromotingPublisher(producer, stack.ratings_topic, replica)
         first = pipeline_on(primary, publisher, "first")
-        seeds: list[Item] = [SeedItem(SeedRow(p, Category.BLITZ, 180000, 40), False) for p in "abcd"]
+        seeds: list[Item] = [SeedItem(SeedRow(p, Category.BLITZ, Hundredths(180000), 40), False) for p in "abcd"]
         await first.run(seeds)
         # Player a plays three games in one batch: three events of a/blitz go out in three rounds.
         games: list[Item] = [make_game(f"g{n}", "a", opponent) for n, opponent in enumerate("bcd", 1)]
@@ -96,8 +97,8 @@ async def _ack_replicated(stack: Stack, replica: RedisServer) -> None:
         went_on = stuck.done()  # it must wait for a replica to hold the acknowledgement: for ever
         stuck.cancel()
         # The operator's failover: a worker on the promoted replica redelivers the batch.
-        second = pipeline_on(promoted, Publisher(producer, stack.ratings_topic, 0.5), "second")
-        second.store.wait_replicas = 0  # the promoted replica has no replica of its own
+        # The promoted replica has no replica of its own.
+        second = pipeline_on(promoted, Publisher(producer, stack.ratings_topic, 0.5), "second", wait_replicas=0)
         await second.run(games)
     finally:
         await producer.stop()

@@ -17,13 +17,15 @@ from schemas.game_finished import GameFinished
 from tests.integration.conftest import Stack
 from tests.integration.kafka_io import Record, read_topic
 from worker.engine.engine import Engine
+from worker.engine.schedule import plan
 from worker.replay.seed_file import read_seed_file
 from worker.rules.arena import ArenaRules
+from worker.rules.hundredths import Hundredths, Points
 from worker.rules.state import UNSEEN, RatingState
 from worker.store import keys
-from worker.store.redis_store import RedisStore, Write
-from worker.store.state_codec import decode_state, encode_state
-from worker.stream.schedule import plan
+from worker.store.protocol import Write
+from worker.store.redis_store import RedisStore
+from worker.store.state_codec import decode_state
 
 pytestmark = pytest.mark.integration
 
@@ -120,7 +122,7 @@ async def _import_and_rerun(stack: Stack) -> None:
             "qualifying": [],
             "seq": 1,
         }
-        assert state(r, key(row)) == RatingState(hundredths(row[2]), row[3], (), 1)
+        assert state(r, key(row)) == RatingState(Hundredths(hundredths(row[2])), row[3], (), 1)
     assert_clean_outboxes(r)
     before = redis_dump(r)
 
@@ -160,7 +162,7 @@ async def _refused_then_forced(stack: Stack) -> None:
     assert "p2/blitz" not in stderr
     # The refused ratings are unchanged; the new one was imported (the refusal is per rating).
     assert (state(r, "p1/blitz"), state(r, "p1/rapid")) == old_p1
-    assert state(r, "p9/rapid") == RatingState(160000, 5, (), 1)
+    assert state(r, "p9/rapid") == RatingState(Hundredths(160000), 5, (), 1)
     published = await events(stack, 4)
     first_ids = {f"import/{p}/{c}/1" for p, c, _, _ in ROWS[:3]}
     assert sorted(e["event_id"] for e in published) == sorted([*first_ids, "import/p9/rapid/1"])
@@ -179,10 +181,10 @@ async def _refused_then_forced(stack: Stack) -> None:
     assert blitz["display_before"] == 1800 and blitz["display_after"] == 1850
     assert (rapid["rating_before"], rapid["rating_after"], rapid["delta"]) == (1750.5, 1750.5, 0.0)
     assert rapid["state"]["rated_games"] == 4
-    assert state(r, "p1/blitz") == RatingState(185025, 40, (), 2)
-    assert state(r, "p1/rapid") == RatingState(175050, 4, (), 2)
-    assert state(r, "p9/rapid") == RatingState(160000, 5, (), 1)  # equal rows stay skipped with --force
-    assert state(r, "p2/blitz") == RatingState(210527, 0, (), 1)
+    assert state(r, "p1/blitz") == RatingState(Hundredths(185025), 40, (), 2)
+    assert state(r, "p1/rapid") == RatingState(Hundredths(175050), 4, (), 2)
+    assert state(r, "p9/rapid") == RatingState(Hundredths(160000), 5, (), 1)  # equal rows stay skipped with --force
+    assert state(r, "p2/blitz") == RatingState(Hundredths(210527), 0, (), 1)
     assert_clean_outboxes(r)
 
 
@@ -212,7 +214,7 @@ async def _qualifying_refused(stack: Stack) -> None:
                 "termination": "draw_agreement",
             }
         )
-        planned = plan(Engine(ArenaRules(), 1200), [game], snapshot)
+        planned = plan(Engine(ArenaRules(), Points(1200)), [game], snapshot)
         assert planned[0].write is not None
         applied, claimed = await store.apply([planned[0].write])
         assert applied == [True]
@@ -238,7 +240,7 @@ async def _qualifying_refused(stack: Stack) -> None:
     assert (e["rating_before"], e["rating_after"], e["delta"]) == (None, 1500.0, None)
     assert e["display_before"] == 1200 and e["display_after"] == 1500
     assert e["state"] == {"status": "rated", "rating": 1500.0, "rated_games": 0, "qualifying": [], "seq": 2}
-    assert state(r, "u/blitz") == RatingState(150000, 0, (), 2)
+    assert state(r, "u/blitz") == RatingState(Hundredths(150000), 0, (), 2)
     assert_clean_outboxes(r)
 
 
@@ -298,7 +300,7 @@ async def _partial(stack: Stack) -> None:
     assert len(published) == len(rows)
     assert sorted(e["event_id"] for e in published) == sorted(f"import/{p}/{c}/1" for p, c, _, _ in rows)
     for p, c, rating, n in rows:
-        assert state(r, f"{p}/{c}") == RatingState(hundredths(rating), n, (), 1)
+        assert state(r, f"{p}/{c}") == RatingState(Hundredths(hundredths(rating)), n, (), 1)
     assert_clean_outboxes(r)
 
 
@@ -331,7 +333,7 @@ async def _stopped_before_publication(stack: Stack) -> None:
 
 
 async def _apply_like_a_stopped_import(stack: Stack, path: Path) -> None:
-    engine = Engine(ArenaRules(), training_rating=1200)
+    engine = Engine(ArenaRules(), training_rating=Points(1200))
     client = Redis.from_url(stack.redis.url)
     try:
         store = RedisStore(client, PREFIX, "stopped-import", lease_seconds=0.2, retention_seconds=3600)
@@ -340,7 +342,7 @@ async def _apply_like_a_stopped_import(stack: Stack, path: Path) -> None:
             outcome = engine.seed(row, UNSEEN)
             assert outcome.update is not None
             u = outcome.update
-            writes.append(Write("", b"", ((u.key, 0),), ((u.key, encode_state(u.state), u.payload),)))
+            writes.append(Write("", b"", ((u.key, 0),), ((u.key, u.state, u.payload),)))
         applied, _ = await store.apply(writes)
         assert all(applied)
         await asyncio.sleep(0.4)  # the stopped process's lease expires

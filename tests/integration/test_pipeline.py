@@ -17,18 +17,21 @@ from redis.asyncio import Redis
 from schemas.game_finished import GameFinished
 from worker.embedded.stack import RedisServer
 from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict, facts_digest
+from worker.engine.schedule import Item, SeedItem
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
+from worker.rules.hundredths import Hundredths, Points
+from worker.rules.state import RatingState
 from worker.store import keys
-from worker.store.redis_store import Claimed, RedisStore, Watermark, Write
+from worker.store.protocol import Claimed, Watermark, Write
+from worker.store.redis_store import RedisStore
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
-from worker.stream.schedule import Item, SeedItem
 
 pytestmark = pytest.mark.integration
 
 PREFIX = "test:"
-ENGINE = Engine(ArenaRules(), training_rating=1200)
+ENGINE = Engine(ArenaRules(), training_rating=Points(1200))
 # Nothing these tests run publishes an event: the publisher is never called.
 NO_PUBLISHER = Publisher(None, "unused", 1.0)
 
@@ -60,7 +63,7 @@ class Overtaken(RedisStore):
         self.before: Callable[[], Awaitable[None]] | None = before_first_apply
 
     async def apply(
-        self, items: Sequence[Write], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
+        self, items: Sequence[Write[RatingState]], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
     ) -> tuple[list[bool], Claimed]:
         if self.before is not None:
             before, self.before = self.before, None
@@ -130,10 +133,10 @@ def test_a_seed_row_expecting_a_seq_is_imported_only_over_that_seq(redis_server:
         r = Redis.from_url(redis_server.url)
         try:
             pipeline = Pipeline(ENGINE, RedisStore(r, PREFIX, "ours", 60, 3600), NO_PUBLISHER)
-            row = SeedRow("a", Category.BLITZ, 180000, 40)
+            row = SeedRow("a", Category.BLITZ, Hundredths(180000), 40)
             # An import that publishes nothing: the store holds the seeded state (seq 1) directly.
             await r.set(keys.state_key(PREFIX, row.key), b"1|150000|10|")
-            later = SeedRow("a", Category.BLITZ, 190000, 41)
+            later = SeedRow("a", Category.BLITZ, Hundredths(190000), 41)
             planned, _ = await pipeline.run([SeedItem(row, True, expected_seq=0), SeedItem(later, True, 2)])
             verdicts = [p.outcome.verdict for p in planned if isinstance(p.outcome, SeedOutcome)]
             stored = await r.get(keys.state_key(PREFIX, row.key))

@@ -15,6 +15,7 @@ import redis
 from tests.integration.conftest import Stack
 from tests.integration.kafka_io import read_topic
 from tests.integration.test_stream import wait_committed
+from worker.rules.hundredths import Hundredths
 from worker.store.state_codec import decode_state, encode_state
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,7 +75,7 @@ async def _rebuild(stack: Stack) -> None:
     # A rule "corrected": the live state of one rated player was computed by the old rule.
     key = next(k for k, v in sorted(live.items()) if decode_state(v).rating is not None)
     old = decode_state(live[key])
-    wrong = type(old)(old.rating + 1234 if old.rating else None, old.rated_games, old.qualifying, old.seq)
+    wrong = type(old)(Hundredths(old.rating + 1234) if old.rating else None, old.rated_games, old.qualifying, old.seq)
     r.set(f"rating:s:{key}", encode_state(wrong))
     before = await read_topic(stack.broker.bootstrap, stack.ratings_topic, 1)
     switched = command(stack, "switch-over")

@@ -152,8 +152,8 @@ async def apply_unpublished(stack: Stack, line: bytes) -> dict[str, bytes]:
     in their outboxes (with a lease). Returns each rating's outbox."""
     from tests.integration.test_store import ENGINE  # noqa: PLC0415
     from worker.engine.decoder import decode_game  # noqa: PLC0415
+    from worker.engine.schedule import plan, ratings_read  # noqa: PLC0415
     from worker.store.redis_store import RedisStore  # noqa: PLC0415
-    from worker.stream.schedule import plan, ratings_read  # noqa: PLC0415
 
     client = AsyncRedis.from_url(stack.redis.url)
     try:

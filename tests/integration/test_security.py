@@ -14,7 +14,8 @@ from redis.exceptions import AuthenticationError, ConnectionError, ResponseError
 from worker.embedded.stack import RedisServer, free_port
 from worker.service.connections import make_redis
 from worker.settings import WorkerSettings
-from worker.store.redis_store import RedisStore, Write
+from worker.store.protocol import Write
+from worker.store.redis_store import RedisStore
 
 pytestmark = pytest.mark.integration
 

@@ -14,20 +14,22 @@ from redis.asyncio import Redis
 from schemas.game_finished import GameFinished
 from worker.embedded.stack import RedisServer
 from worker.engine.engine import Engine, SeedRow, Update, Verdict, facts_digest
+from worker.engine.schedule import plan
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
+from worker.rules.hundredths import Hundredths, Points
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.store import keys
-from worker.store.redis_store import RedisStore, Write
+from worker.store.protocol import Write
+from worker.store.redis_store import RedisStore
 from worker.store.state_codec import decode_state, encode_state
-from worker.stream.schedule import plan
 
 pytestmark = pytest.mark.integration
 
 PREFIX = "test:"
 RETENTION = 3600  # seconds
 BLITZ = Category.BLITZ
-ENGINE = Engine(ArenaRules(), training_rating=1200)
+ENGINE = Engine(ArenaRules(), training_rating=Points(1200))
 # A crashed holder's lease expires after this (seconds), in the lease test.
 SHORT_LEASE = 0.3
 
@@ -69,22 +71,22 @@ def make_game(game_id: str, white: str, black: str, result: str = "1-0", rated: 
     )
 
 
-def seed_write(player: str, hundredths: int, current: RatingState = UNSEEN) -> tuple[Write, Update]:
+def seed_write(player: str, hundredths: int, current: RatingState = UNSEEN) -> tuple[Write[RatingState], Update]:
     """The write of an imported rating over `current` (forced), as the importer makes it."""
-    outcome = ENGINE.seed(SeedRow(player, BLITZ, hundredths, 40), current, force=True)
+    outcome = ENGINE.seed(SeedRow(player, BLITZ, Hundredths(hundredths), 40), current, force=True)
     assert outcome.update is not None
     u = outcome.update
-    return Write("", b"", ((u.key, current.seq),), ((u.key, encode_state(u.state), u.payload),)), u
+    return Write("", b"", ((u.key, current.seq),), ((u.key, u.state, u.payload),)), u
 
 
-def game_write(game: GameFinished, states: Mapping[str, RatingState]) -> tuple[Write, tuple[Update, ...]]:
+def game_write(game: GameFinished, states: Mapping[str, RatingState]) -> tuple[Write[RatingState], tuple[Update, ...]]:
     """The write of `game` computed on `states` (the seqs it read are theirs)."""
     ratings = ENGINE.ratings_read(game)
     assert ratings is not None
     outcome = ENGINE.apply(game, {r: states.get(r, UNSEEN) for r in ratings}, None)
     assert outcome.verdict is Verdict.APPLIED, outcome
     reads = tuple((r, states.get(r, UNSEEN).seq) for r in ratings)
-    writes = tuple((u.key, encode_state(u.state), u.payload) for u in outcome.updates)
+    writes = tuple((u.key, u.state, u.payload) for u in outcome.updates)
     return Write(game.game_id, outcome.digest, reads, writes), outcome.updates
 
 
@@ -286,7 +288,9 @@ async def _recorded(r: Redis) -> None:
     other = Write("g2", again.digest, again.reads, again.writes)
     assert (await store.apply([other]))[0] == [True]
     # A recorded skipped game (no reads, no writes) is refused as well.
-    skipped = Write("g-unrated", facts_digest(make_game("g-unrated", "a", "b", rated=False)), (), ())
+    skipped: Write[RatingState] = Write(
+        "g-unrated", facts_digest(make_game("g-unrated", "a", "b", rated=False)), (), ()
+    )
     assert (await store.apply([skipped]))[0] == [True]
     assert (await store.apply([skipped]))[0] == [False]
 
@@ -433,9 +437,9 @@ QUALIFYING = RatingState(
     None,
     0,
     (
-        QualifyingGame("g-1", "opp.1", 180012, 100),
-        QualifyingGame("g_2", "OPP-2", 100000, 50),
-        QualifyingGame("g3", "o3", 249999, 0),
+        QualifyingGame("g-1", "opp.1", Hundredths(180012), Hundredths(100)),
+        QualifyingGame("g_2", "OPP-2", Hundredths(100000), Hundredths(50)),
+        QualifyingGame("g3", "o3", Hundredths(249999), Hundredths(0)),
     ),
     7,
 )
@@ -446,9 +450,9 @@ QUALIFYING = RatingState(
     [
         UNSEEN,
         QUALIFYING,
-        RatingState(None, 0, (QualifyingGame("g", "o", 150000, 50),), 1),
-        RatingState(180050, 31, (), 12),
-        RatingState(100000, 0, (), 1),
+        RatingState(None, 0, (QualifyingGame("g", "o", Hundredths(150000), Hundredths(50)),), 1),
+        RatingState(Hundredths(180050), 31, (), 12),
+        RatingState(Hundredths(100000), 0, (), 1),
         RatingState(None, 0, (), 9),  # lost its rating
     ],
     ids=["unseen", "qualifying", "one-qualifying", "rated", "floor", "lost"],
@@ -476,9 +480,9 @@ async def _qualifying_in_redis(r: Redis) -> None:
         None,
         0,
         (
-            QualifyingGame("q0", "a", 180000, 100),
-            QualifyingGame("q1", "b", 170050, 50),
-            QualifyingGame("q2", "c", 160025, 0),
+            QualifyingGame("q0", "a", Hundredths(180000), Hundredths(100)),
+            QualifyingGame("q1", "b", Hundredths(170050), Hundredths(50)),
+            QualifyingGame("q2", "c", Hundredths(160025), Hundredths(0)),
         ),
         3,
     )

@@ -12,7 +12,7 @@ from schemas.game_finished import GameFinished
 from tests.contract import TERMINATIONS
 from worker.rules.arena import ArenaRules, k_factor
 from worker.rules.categories import Category
-from worker.rules.hundredths import display
+from worker.rules.hundredths import Hundredths, display
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.system import Change, Kind, Pairing, Rated, Skip
 
@@ -21,7 +21,7 @@ WIN, DRAW, LOSS = 100, 50, 0
 
 
 def rated(rating: int, rated_games: int = 40, seq: int = 1) -> RatingState:
-    return RatingState(rating=rating, rated_games=rated_games, seq=seq)
+    return RatingState(rating=Hundredths(rating), rated_games=rated_games, seq=seq)
 
 
 def play(
@@ -31,7 +31,7 @@ def play(
     category: Category = Category.BLITZ,
     game_id: str = "g1",
 ) -> Rated | Skip:
-    return RULES.rate(Pairing(game_id, "white", "black", white_score), category, white, black)
+    return RULES.rate(Pairing(game_id, "white", "black", Hundredths(white_score)), category, white, black)
 
 
 def both(outcome: Rated | Skip) -> tuple[Change, Change]:
@@ -46,7 +46,9 @@ def qualify(scores: list[int], opponents: list[int], start: RatingState = UNSEEN
     state = start
     changes: list[Change | Skip] = []
     for i, (score, opponent) in enumerate(zip(scores, opponents, strict=True), start=1):
-        outcome = RULES.rate(Pairing(f"q{i}", "newbie", f"opp{i}", score), Category.BLITZ, state, rated(opponent))
+        outcome = RULES.rate(
+            Pairing(f"q{i}", "newbie", f"opp{i}", Hundredths(score)), Category.BLITZ, state, rated(opponent)
+        )
         if isinstance(outcome, Skip):
             changes.append(outcome)
             continue
@@ -124,7 +126,7 @@ def test_example_3_1799_60_gaining_0_60_becomes_1800_20_and_both_display_1800() 
     # 1799.60 - 1260.00 = 539.60 -> D = 540 -> H .97, L .03.
     winner, loser = both(play(rated(179960), rated(126000), WIN))
     assert (winner.after.rating, winner.expected_score) == (180020, 97)
-    assert display(179960) == display(180020) == 1800
+    assert display(Hundredths(179960)) == display(Hundredths(180020)) == 1800
     # Loser: 20 x (0 - .03) = -0.60 -> 1259.40.
     assert (loser.after.rating, loser.expected_score) == (125940, 3)
 
@@ -135,17 +137,17 @@ def test_example_4_qualification_with_3_points_against_ra_1700_gives_1720() -> N
     kinds = [c.kind if isinstance(c, Change) else c for c in changes]
     assert kinds == [Kind.QUALIFYING_GAME] * 4 + [Kind.FIRST_RATING]
     first = last_change(changes)
-    assert first.after == RatingState(rating=172000, rated_games=0, qualifying=(), seq=0)
+    assert first.after == RatingState(rating=Hundredths(172000), rated_games=0, qualifying=(), seq=0)
     assert (first.k_factor, first.expected_score) == (None, None)
 
 
 def test_example_4_the_counted_games_are_kept_with_opponent_rating_and_score() -> None:
     changes = qualify([DRAW, WIN, WIN, LOSS], [150000, 160000, 170000, 180000])
     assert last_change(changes).after.qualifying == (
-        QualifyingGame("q1", "opp1", 150000, 50),
-        QualifyingGame("q2", "opp2", 160000, 100),
-        QualifyingGame("q3", "opp3", 170000, 100),
-        QualifyingGame("q4", "opp4", 180000, 0),
+        QualifyingGame("q1", "opp1", Hundredths(150000), Hundredths(50)),
+        QualifyingGame("q2", "opp2", Hundredths(160000), Hundredths(100)),
+        QualifyingGame("q3", "opp3", Hundredths(170000), Hundredths(100)),
+        QualifyingGame("q4", "opp4", Hundredths(180000), Hundredths(0)),
     )
 
 
@@ -277,7 +279,7 @@ def test_a_new_rating_of_exactly_1000_00_is_kept() -> None:
     # 1010.00 loses to an equal opponent with K = 20: -10.00 -> 1000.00, kept.
     loser, _ = both(play(rated(101000, 30, seq=4), rated(101000, 30), LOSS))
     assert loser.kind == Kind.RATED_GAME
-    assert loser.after == RatingState(rating=100000, rated_games=31, seq=4)
+    assert loser.after == RatingState(rating=Hundredths(100000), rated_games=31, seq=4)
 
 
 def test_a_new_rating_of_999_99_is_lost_and_the_state_reset() -> None:
@@ -299,7 +301,7 @@ def test_after_losing_the_rating_a_new_first_rating_starts_again_with_k_40() -> 
     lost = RatingState()
     first = last_change(qualify([WIN] * 5, [150000] * 5, start=lost))
     # S = 5: Rf = 1500.00 + 5 x 20 = 1600.00, with 0 rated games -> K = 40.
-    assert first.after == RatingState(rating=160000, rated_games=0)
+    assert first.after == RatingState(rating=Hundredths(160000), rated_games=0)
     winner, _ = both(play(first.after, rated(160000), WIN))
     assert (winner.k_factor, winner.after.rating) == (40, 162000)
 
@@ -316,7 +318,7 @@ def test_the_count_starts_with_a_draw_or_a_win() -> None:
     for score in (DRAW, WIN):
         change = last_change(qualify([score], [150000]))
         assert change.kind == Kind.QUALIFYING_GAME
-        assert change.after.qualifying == (QualifyingGame("q1", "opp1", 150000, score),)
+        assert change.after.qualifying == (QualifyingGame("q1", "opp1", Hundredths(150000), Hundredths(score)),)
         assert (change.after.rating, change.k_factor, change.expected_score) == (None, None, None)
 
 
@@ -335,7 +337,7 @@ def test_a_loss_after_the_count_started_is_counted() -> None:
     changes = qualify([DRAW, LOSS], [150000, 160000])
     second = last_change(changes)
     assert second.kind == Kind.QUALIFYING_GAME
-    assert second.after.qualifying[-1] == QualifyingGame("q2", "opp2", 160000, 0)
+    assert second.after.qualifying[-1] == QualifyingGame("q2", "opp2", Hundredths(160000), Hundredths(0))
     assert len(second.after.qualifying) == 2
 
 
@@ -344,12 +346,12 @@ def test_the_unrated_player_as_black_qualifies_against_white() -> None:
     assert isinstance(outcome, Rated)
     assert outcome.white is None
     assert outcome.black is not None
-    assert outcome.black.after.qualifying == (QualifyingGame("g1", "white", 150000, 100),)
+    assert outcome.black.after.qualifying == (QualifyingGame("g1", "white", Hundredths(150000), Hundredths(100)),)
 
 
 @pytest.mark.parametrize("white_score", [WIN, DRAW, LOSS])
 def test_the_rated_players_state_never_changes_against_an_unrated_one(white_score: int) -> None:
-    qualifying = (QualifyingGame("q0", "someone", 140000, 50),)
+    qualifying = (QualifyingGame("q0", "someone", Hundredths(140000), Hundredths(50)),)
     unrated = RatingState(qualifying=qualifying, seq=1)
     for outcome, rated_side in (
         (play(rated(150000, 3), unrated, white_score), "white"),
@@ -361,7 +363,7 @@ def test_the_rated_players_state_never_changes_against_an_unrated_one(white_scor
 
 
 def test_a_game_between_two_unrated_players_changes_nothing() -> None:
-    in_qualification = RatingState(qualifying=(QualifyingGame("q0", "x", 150000, 100),), seq=1)
+    in_qualification = RatingState(qualifying=(QualifyingGame("q0", "x", Hundredths(150000), Hundredths(100)),), seq=1)
     for white, black in ((UNSEEN, UNSEEN), (in_qualification, UNSEEN), (UNSEEN, in_qualification)):
         for score in (WIN, DRAW, LOSS):
             assert play(white, black, score) == Skip.BOTH_UNRATED
@@ -375,7 +377,7 @@ def test_qualification_with_5_points_gives_ra_plus_100() -> None:
 def test_qualification_with_2_5_points_gives_ra() -> None:
     # S = 2.5 -> Rf = Ra = (1400 + 1450 + 1500 + 1550 + 1600) / 5 = 1500.00.
     assert last_change(qualify([WIN, WIN, DRAW, LOSS, LOSS], [140000, 145000, 150000, 155000, 160000])).after == (
-        RatingState(rating=150000)
+        RatingState(rating=Hundredths(150000))
     )
 
 
@@ -414,7 +416,9 @@ def test_a_first_rating_of_999_99_is_refused() -> None:
 def test_ra_uses_the_opponents_ratings_when_each_game_was_played() -> None:
     # The qualifying entries carry the rating of the game; later changes of the opponents do
     # not matter. Entries at 1500, 1500, 1500, 1500 + a fifth game at 1600: Ra = 1520.00, S = 2.5.
-    state = RatingState(qualifying=tuple(QualifyingGame(f"q{i}", "opp", 150000, 50) for i in range(4)), seq=4)
+    state = RatingState(
+        qualifying=tuple(QualifyingGame(f"q{i}", "opp", Hundredths(150000), Hundredths(50)) for i in range(4)), seq=4
+    )
     first = last_change(qualify([DRAW], [160000], start=state))
     assert first.after.rating == 152000
 

@@ -11,10 +11,11 @@ import pytest
 
 from schemas.game_finished import GameFinished
 from schemas.rating_changed import RatingChanged
+from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, SeedRow, SeedVerdict, Update, Verdict
-from worker.replay.memory_store import MemoryStore
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
+from worker.rules.hundredths import Hundredths, Points
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.system import Kind, Skip
 
@@ -22,8 +23,8 @@ BLITZ, RAPID = Category.BLITZ, Category.RAPID
 FINISHED_AT = "2026-11-29T21:44:51Z"
 
 
-def new_store(training_rating: int = 1200) -> MemoryStore:
-    return MemoryStore(Engine(ArenaRules(), training_rating=training_rating))
+def new_store(training_rating: int = 1200) -> Ratings:
+    return Ratings(Engine(ArenaRules(), training_rating=Points(training_rating)))
 
 
 def make_game(
@@ -56,8 +57,8 @@ def make_game(
     )
 
 
-def seed(store: MemoryStore, player: str, rating: int, rated_games: int = 40, category: Category = BLITZ) -> Update:
-    outcome = store.seed(SeedRow(player, category, rating, rated_games))
+def seed(store: Ratings, player: str, rating: int, rated_games: int = 40, category: Category = BLITZ) -> Update:
+    outcome = store.seed(SeedRow(player, category, Hundredths(rating), rated_games))
     assert outcome.verdict == SeedVerdict.IMPORTED
     assert outcome.update is not None
     return outcome.update
@@ -70,7 +71,7 @@ def doc(update: Update) -> dict[str, Any]:
     return parsed
 
 
-def applied(store: MemoryStore, game: GameFinished) -> dict[str, Update]:
+def applied(store: Ratings, game: GameFinished) -> dict[str, Update]:
     outcome = store.apply(game)
     assert outcome.verdict == Verdict.APPLIED, outcome
     return {u.event.player_id: u for u in outcome.updates}
@@ -132,7 +133,7 @@ def test_seq_counts_each_qualifying_change_and_not_an_uncounted_loss() -> None:
     seqs = [applied(store, make_game(f"g{i}", "newbie", "o", "1-0"))["newbie"].state.seq for i in range(1, 6)]
     assert seqs == [1, 2, 3, 4, 5]
     # The rated opponent's seq never moved (his state never changes in these games).
-    assert store.states["o/blitz"] == RatingState(rating=150000, rated_games=40, seq=1)
+    assert store.states["o/blitz"] == RatingState(rating=Hundredths(150000), rated_games=40, seq=1)
 
 
 def test_seq_after_a_lost_rating_continues() -> None:
@@ -159,7 +160,7 @@ def test_import_event_ids_are_import_player_category_seq() -> None:
     assert (first.event.event_id, first.key) == ("import/alice/rapid/1", "alice/rapid")
     seed(store, "bob", 170000, category=RAPID)
     applied(store, make_game("g1", "alice", "bob", base_seconds=900))  # 15+0: rapid, seq 2
-    forced = store.seed(SeedRow("alice", RAPID, 200000, 0), force=True)
+    forced = store.seed(SeedRow("alice", RAPID, Hundredths(200000), 0), force=True)
     assert forced.update is not None
     assert forced.update.event.event_id == doc(forced.update)["event_id"] == "import/alice/rapid/3"
 
@@ -244,9 +245,12 @@ def test_a_game_that_changes_nothing_is_still_recorded(game: GameFinished, skip:
 
 
 def test_engine_apply_compares_the_recorded_digest() -> None:
-    engine = Engine(ArenaRules(), training_rating=1200)
+    engine = Engine(ArenaRules(), training_rating=Points(1200))
     game = make_game("g1", "alice", "bob")
-    states = {"alice/blitz": RatingState(180000, 40, (), 1), "bob/blitz": RatingState(170000, 40, (), 1)}
+    states = {
+        "alice/blitz": RatingState(Hundredths(180000), 40, (), 1),
+        "bob/blitz": RatingState(Hundredths(170000), 40, (), 1),
+    }
     fresh = engine.apply(game, states, None)
     assert fresh.verdict == Verdict.APPLIED
     assert engine.apply(game, states, fresh.digest).verdict == Verdict.DUPLICATE
@@ -260,10 +264,10 @@ def test_engine_apply_compares_the_recorded_digest() -> None:
 
 def test_seeding_an_unseen_rating_imports_it() -> None:
     store = new_store()
-    outcome = store.seed(SeedRow("alice", BLITZ, 180000, 12))
+    outcome = store.seed(SeedRow("alice", BLITZ, Hundredths(180000), 12))
     assert outcome.verdict == SeedVerdict.IMPORTED
     assert outcome.update is not None
-    assert outcome.update.state == RatingState(rating=180000, rated_games=12, qualifying=(), seq=1)
+    assert outcome.update.state == RatingState(rating=Hundredths(180000), rated_games=12, qualifying=(), seq=1)
     assert store.states["alice/blitz"] == outcome.update.state
     assert outcome.update.event.kind == Kind.IMPORTED
 
@@ -274,13 +278,13 @@ def test_seeding_a_rating_with_state_is_refused_unless_forced() -> None:
     seed(store, "bob", 170000)
     applied(store, make_game("g1", "alice", "bob"))  # alice: 1807.20, 41 games, seq 2
     before = store.states["alice/blitz"]
-    refused = store.seed(SeedRow("alice", BLITZ, 200000, 5))
+    refused = store.seed(SeedRow("alice", BLITZ, Hundredths(200000), 5))
     assert (refused.verdict, refused.update) == (SeedVerdict.REFUSED, None)
     assert store.states["alice/blitz"] == before
-    forced = store.seed(SeedRow("alice", BLITZ, 200000, 5), force=True)
+    forced = store.seed(SeedRow("alice", BLITZ, Hundredths(200000), 5), force=True)
     assert forced.verdict == SeedVerdict.IMPORTED
     assert forced.update is not None
-    assert forced.update.state == RatingState(rating=200000, rated_games=5, qualifying=(), seq=3)
+    assert forced.update.state == RatingState(rating=Hundredths(200000), rated_games=5, qualifying=(), seq=3)
     assert store.states["alice/blitz"] == forced.update.state
     # rating_before = previous rating 1807.20; delta = 2000.00 - 1807.20 = 192.80.
     d = doc(forced.update)
@@ -292,10 +296,10 @@ def test_seeding_a_player_in_qualification_is_refused_and_forcing_drops_his_coun
     store = new_store()
     seed(store, "o", 150000)
     applied(store, make_game("g1", "newbie", "o", "1-0"))
-    assert store.seed(SeedRow("newbie", BLITZ, 140000, 0)).verdict == SeedVerdict.REFUSED
-    forced = store.seed(SeedRow("newbie", BLITZ, 140000, 0), force=True)
+    assert store.seed(SeedRow("newbie", BLITZ, Hundredths(140000), 0)).verdict == SeedVerdict.REFUSED
+    forced = store.seed(SeedRow("newbie", BLITZ, Hundredths(140000), 0), force=True)
     assert forced.update is not None
-    assert forced.update.state == RatingState(rating=140000, rated_games=0, qualifying=(), seq=2)
+    assert forced.update.state == RatingState(rating=Hundredths(140000), rated_games=0, qualifying=(), seq=2)
     d = doc(forced.update)
     assert (d["rating_before"], d["delta"], d["display_before"]) == (None, None, 1200)
 
@@ -306,8 +310,8 @@ def test_seeding_after_a_lost_rating_is_refused_unless_forced() -> None:
     seed(store, "erin", 100300, 30)
     seed(store, "frank", 100300, 30)
     applied(store, make_game("g1", "erin", "frank", "0-1"))
-    assert store.seed(SeedRow("erin", BLITZ, 110000, 0)).verdict == SeedVerdict.REFUSED
-    assert store.seed(SeedRow("erin", BLITZ, 110000, 0), force=True).verdict == SeedVerdict.IMPORTED
+    assert store.seed(SeedRow("erin", BLITZ, Hundredths(110000), 0)).verdict == SeedVerdict.REFUSED
+    assert store.seed(SeedRow("erin", BLITZ, Hundredths(110000), 0), force=True).verdict == SeedVerdict.IMPORTED
 
 
 @pytest.mark.parametrize("force", [False, True])
@@ -315,7 +319,7 @@ def test_seeding_a_row_equal_to_the_current_state_is_unchanged(force: bool) -> N
     store = new_store()
     seed(store, "alice", 180000, 40)
     before = dict(store.states)
-    outcome = store.seed(SeedRow("alice", BLITZ, 180000, 40), force=force)
+    outcome = store.seed(SeedRow("alice", BLITZ, Hundredths(180000), 40), force=force)
     assert (outcome.verdict, outcome.update) == (SeedVerdict.UNCHANGED, None)
     assert store.states == before
 
@@ -323,19 +327,19 @@ def test_seeding_a_row_equal_to_the_current_state_is_unchanged(force: bool) -> N
 def test_seeding_a_row_that_differs_only_in_rated_games_is_a_change() -> None:
     store = new_store()
     seed(store, "alice", 180000, 40)
-    assert store.seed(SeedRow("alice", BLITZ, 180000, 41)).verdict == SeedVerdict.REFUSED
-    forced = store.seed(SeedRow("alice", BLITZ, 180000, 41), force=True)
+    assert store.seed(SeedRow("alice", BLITZ, Hundredths(180000), 41)).verdict == SeedVerdict.REFUSED
+    forced = store.seed(SeedRow("alice", BLITZ, Hundredths(180000), 41), force=True)
     assert forced.update is not None
     d = doc(forced.update)
     assert (d["rating_before"], d["rating_after"], d["delta"], d["seq"]) == (1800.0, 1800.0, 0.0, 2)
 
 
 def test_engine_seed_is_pure_and_reads_the_given_state() -> None:
-    engine = Engine(ArenaRules(), training_rating=1200)
-    row = SeedRow("alice", BLITZ, 180000, 40)
+    engine = Engine(ArenaRules(), training_rating=Points(1200))
+    row = SeedRow("alice", BLITZ, Hundredths(180000), 40)
     assert engine.seed(row, UNSEEN).verdict == SeedVerdict.IMPORTED
-    assert engine.seed(row, RatingState(180000, 40, (), 7)).verdict == SeedVerdict.UNCHANGED
-    assert engine.seed(row, RatingState(170000, 40, (), 7)).verdict == SeedVerdict.REFUSED
+    assert engine.seed(row, RatingState(Hundredths(180000), 40, (), 7)).verdict == SeedVerdict.UNCHANGED
+    assert engine.seed(row, RatingState(Hundredths(170000), 40, (), 7)).verdict == SeedVerdict.REFUSED
 
 
 # --- displays ------------------------------------------------------------------------------
@@ -380,7 +384,9 @@ def test_only_the_unrated_player_gets_an_event_against_a_rated_one() -> None:
     outcome = store.apply(make_game("g1", "alice", "newbie", "0-1"))
     assert [u.event.player_id for u in outcome.updates] == ["newbie"]
     assert store.states["alice/blitz"] == before
-    assert store.states["newbie/blitz"].qualifying == (QualifyingGame("g1", "alice", 180000, 100),)
+    assert store.states["newbie/blitz"].qualifying == (
+        QualifyingGame("g1", "alice", Hundredths(180000), Hundredths(100)),
+    )
 
 
 def test_a_rating_in_one_category_does_not_rate_a_game_of_another() -> None:
@@ -398,7 +404,7 @@ def test_losing_a_rating_in_one_category_keeps_the_others() -> None:
     seed(store, "erin", 150000, 30, category=RAPID)
     applied(store, make_game("g1", "erin", "frank", "0-1"))
     assert store.states["erin/blitz"].rating is None
-    assert store.states["erin/rapid"] == RatingState(rating=150000, rated_games=30, seq=1)
+    assert store.states["erin/rapid"] == RatingState(rating=Hundredths(150000), rated_games=30, seq=1)
 
 
 # --- the per-kind null table of events.md ----------------------------------------------------

@@ -2,7 +2,7 @@
 
 import pytest
 
-from worker.rules.hundredths import display, format_fixed2, parse_fixed2, round_half_up
+from worker.rules.hundredths import Hundredths, display, format_fixed2, parse_fixed2, round_half_up
 
 
 @pytest.mark.parametrize(
@@ -48,7 +48,7 @@ def test_round_half_up_refuses_a_non_positive_denominator(denominator: int) -> N
     ],
 )
 def test_display_rounds_the_rating_to_an_integer_half_upwards(hundredths: int, shown: int) -> None:
-    assert display(hundredths) == shown
+    assert display(Hundredths(hundredths)) == shown
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,7 @@ def test_display_rounds_the_rating_to_an_integer_half_upwards(hundredths: int, s
     ],
 )
 def test_format_fixed2_writes_exactly_two_decimals(hundredths: int, text: str) -> None:
-    assert format_fixed2(hundredths) == text
+    assert format_fixed2(Hundredths(hundredths)) == text
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 
 from schemas.game_finished import GameFinished
 from schemas.rating_changed import RatingChanged
+from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, SeedRow, Verdict
-from worker.replay.memory_store import MemoryStore
 from worker.rules.arena import FLOOR, ArenaRules
 from worker.rules.categories import Category
+from worker.rules.hundredths import Points
 
 PLAYERS = [f"p{i}" for i in range(6)]
 # Rated controls of each category, and two the arena does not rate.
@@ -55,8 +56,8 @@ def games(draw: st.DrawFn) -> list[GameFinished]:
     return out
 
 
-def replay(seed_rows: Iterable[SeedRow], stream: Iterable[GameFinished]) -> tuple[list[bytes], MemoryStore]:
-    store = MemoryStore(Engine(ArenaRules(), 1200))
+def replay(seed_rows: Iterable[SeedRow], stream: Iterable[GameFinished]) -> tuple[list[bytes], Ratings]:
+    store = Ratings(Engine(ArenaRules(), Points(1200)))
     payloads = []
     for row in seed_rows:
         update = store.seed(row).update
@@ -152,7 +153,7 @@ def test_in_a_rated_game_with_equal_k_the_deltas_sum_to_zero(
 def test_a_game_changes_at_most_its_two_players_in_its_category(
     seed_rows: list[SeedRow], stream: list[GameFinished]
 ) -> None:
-    store = MemoryStore(Engine(ArenaRules(), 1200))
+    store = Ratings(Engine(ArenaRules(), Points(1200)))
     for row in seed_rows:
         store.seed(row)
     for game in stream:

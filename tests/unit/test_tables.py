@@ -5,6 +5,7 @@ from itertools import pairwise
 import pytest
 
 from worker.rules.arena import expected_scores
+from worker.rules.hundredths import Hundredths, Points
 from worker.rules.tables import dp_for, pd_higher
 
 # Table A exactly as printed in the seed (premium-chess-arena-rating-en.txt), row by row:
@@ -128,46 +129,46 @@ def test_typed_tables_are_complete_and_consistent() -> None:
 
 @pytest.mark.parametrize(("p", "dp"), sorted(TABLE_A.items()))
 def test_table_a_gives_the_printed_dp_for_every_p(p: int, dp: int) -> None:
-    assert dp_for(p) == dp
+    assert dp_for(Hundredths(p)) == dp
 
 
 def test_table_a_examples_of_the_rules() -> None:
     # arena-rules.md: p = .1 -> -366, .2 -> -240, .3 -> -149, .4 -> -72; p = .5 -> 0.
-    assert [dp_for(p) for p in (10, 20, 30, 40, 50)] == [-366, -240, -149, -72, 0]
+    assert [dp_for(Hundredths(p)) for p in (10, 20, 30, 40, 50)] == [-366, -240, -149, -72, 0]
 
 
 @pytest.mark.parametrize("p", [-1, 101])
 def test_table_a_refuses_p_outside_0_to_100(p: int) -> None:
     with pytest.raises(ValueError):
-        dp_for(p)
+        dp_for(Hundredths(p))
 
 
 @pytest.mark.parametrize(("d", "high", "low"), EDGES)
 def test_table_b_gives_the_printed_h_at_both_edges_of_every_bin(d: int, high: int, low: int) -> None:
-    assert pd_higher(d) == high
+    assert pd_higher(Points(d)) == high
 
 
 @pytest.mark.parametrize(("d", "high", "low"), EDGES)
 def test_table_b_gives_h_to_the_higher_and_l_to_the_lower_player_at_every_bin_edge(d: int, high: int, low: int) -> None:
     # Ratings in hundredths: 1000.00 + D against 1000.00, and the reverse order.
     # (At D = 0 the ratings are equal and H = L = .50.)
-    assert expected_scores(100_000 + d * 100, 100_000) == (high, low)
-    assert expected_scores(100_000, 100_000 + d * 100) == (low, high)
+    assert expected_scores(Hundredths(100_000 + d * 100), Hundredths(100_000)) == (high, low)
+    assert expected_scores(Hundredths(100_000), Hundredths(100_000 + d * 100)) == (low, high)
 
 
 @pytest.mark.parametrize("d", range(736))
 def test_table_b_every_whole_d_up_to_735_falls_in_its_printed_bin(d: int) -> None:
     (high,) = [h for lower, upper, h, _ in TABLE_B if lower <= d <= upper]
-    assert pd_higher(d) == high
+    assert pd_higher(Points(d)) == high
 
 
 @pytest.mark.parametrize("d", [736, 737, 800, 1000, 2400, 10_000])
 def test_table_b_above_735_gives_1_00_and_0_00(d: int) -> None:
     # No 400-point cap (arena-rules.md): "> 735" is 1.00 / .00.
-    assert pd_higher(d) == ABOVE_735[0]
-    assert expected_scores(100_000 + d * 100, 100_000) == ABOVE_735
+    assert pd_higher(Points(d)) == ABOVE_735[0]
+    assert expected_scores(Hundredths(100_000 + d * 100), Hundredths(100_000)) == ABOVE_735
 
 
 def test_table_b_refuses_a_negative_d() -> None:
     with pytest.raises(ValueError):
-        pd_higher(-1)
+        pd_higher(Points(-1))

@@ -13,11 +13,11 @@ from enum import StrEnum
 from schemas.game_finished import GameFinished
 from worker.engine.events import RatingEvent, encode, rating_key
 from worker.rules.categories import Category
-from worker.rules.hundredths import display
+from worker.rules.hundredths import ONE, Hundredths, Points, display
 from worker.rules.state import UNSEEN, RatingState
 from worker.rules.system import Change, Kind, Pairing, Rated, RatingSystem, Skip
 
-_WHITE_SCORE = {"1-0": 100, "1/2-1/2": 50, "0-1": 0}
+_WHITE_SCORE = {"1-0": Hundredths(100), "1/2-1/2": Hundredths(50), "0-1": Hundredths(0)}
 # The idempotency record of a game restored from the output topic (`rating-worker restore`):
 # its facts are unknown, so a redelivery of that game is a duplicate whatever its facts.
 RESTORED = b""
@@ -54,7 +54,7 @@ class SeedRow:
 
     player_id: str
     category: Category
-    rating: int
+    rating: Hundredths
     rated_games: int
 
     @property
@@ -89,7 +89,7 @@ def facts_digest(game: GameFinished) -> bytes:
 
 
 class Engine:
-    def __init__(self, rules: RatingSystem, training_rating: int) -> None:
+    def __init__(self, rules: RatingSystem, training_rating: Points) -> None:
         self.rules = rules
         self.training_rating = training_rating
 
@@ -122,7 +122,7 @@ class Engine:
     ) -> tuple[Update, ...]:
         sides = (
             (rated.white, game.white_id, game.black_id, white, _WHITE_SCORE[game.result]),
-            (rated.black, game.black_id, game.white_id, black, 100 - _WHITE_SCORE[game.result]),
+            (rated.black, game.black_id, game.white_id, black, Hundredths(ONE - _WHITE_SCORE[game.result])),
         )
         updates = []
         for change, player_id, opponent_id, before, score in sides:
@@ -139,7 +139,7 @@ class Engine:
         player_id: str,
         opponent_id: str,
         before: RatingState,
-        score: int,
+        score: Hundredths,
     ) -> Update:
         new = change.after  # constructed, not dataclasses.replace(): this is the hot path
         after = RatingState(new.rating, new.rated_games, new.qualifying, before.seq + 1)
@@ -192,6 +192,6 @@ class Engine:
         )
         return SeedOutcome(SeedVerdict.IMPORTED, Update(row.key, after, event, encode(event)))
 
-    def display(self, state: RatingState) -> int:
+    def display(self, state: RatingState) -> Points:
         """The displayed rating: the official one rounded, or the training rating while unrated."""
         return self.training_rating if state.rating is None else display(state.rating)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring  # C-accelerated; keeps non-ASCII as UTF-8
 
 from worker.rules.categories import Category
-from worker.rules.hundredths import format_fixed2
+from worker.rules.hundredths import Hundredths, Points, format_fixed2
 from worker.rules.state import RatingState
 from worker.rules.system import Kind
 
@@ -34,13 +34,13 @@ class RatingEvent:
     opponent_id: str | None
     category: Category
     kind: Kind
-    score: int | None
-    rating_before: int | None
-    rating_after: int | None
-    display_before: int
-    display_after: int
+    score: Hundredths | None
+    rating_before: Hundredths | None
+    rating_after: Hundredths | None
+    display_before: Points
+    display_after: Points
     k_factor: int | None
-    expected_score: int | None
+    expected_score: Hundredths | None
     state: RatingState
     finished_at: str | None
 
@@ -53,10 +53,10 @@ class RatingEvent:
         return self.state.seq
 
     @property
-    def delta(self) -> int | None:
+    def delta(self) -> Hundredths | None:
         if self.rating_before is None or self.rating_after is None:
             return None
-        return self.rating_after - self.rating_before
+        return Hundredths(self.rating_after - self.rating_before)
 
 
 def _string(value: str | None) -> str:
@@ -69,7 +69,7 @@ def _id(value: str | None) -> str:
     return "null" if value is None else f'"{value}"'
 
 
-def _fixed2(value: int | None) -> str:
+def _fixed2(value: Hundredths | None) -> str:
     return "null" if value is None else format_fixed2(value)
 
 
@@ -77,7 +77,7 @@ def _int(value: int | None) -> str:
     return "null" if value is None else str(value)
 
 
-def _score(value: int | None) -> str:
+def _score(value: Hundredths | None) -> str:
     return "null" if value is None else _SCORES[value]
 
 

@@ -10,9 +10,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from worker.engine.engine import SeedOutcome, SeedRow, SeedVerdict
+from worker.engine.schedule import SeedItem
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
-from worker.stream.schedule import SeedItem
 
 log = logging.getLogger(__name__)
 CHUNK = 500  # rows per atomic step: big enough to be fast, small enough to show progress
@@ -24,7 +24,7 @@ async def import_ratings(
     """Import `rows`; return counts by verdict and the ratings refused (they have state)."""
     counts: Counter[str] = Counter()
     refused: list[str] = []
-    async with pipeline_for(settings) as (pipeline, _):
+    async with pipeline_for(settings) as (pipeline, _, _):
         for start in range(0, len(rows), CHUNK):
             planned, _stats = await pipeline.run([SeedItem(row, force) for row in rows[start : start + CHUNK]])
             for p in planned:

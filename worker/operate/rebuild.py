@@ -25,10 +25,12 @@ from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, decode_game
 from worker.engine.engine import Engine, SeedRow
 from worker.engine.instants import instant
+from worker.engine.schedule import SeedItem, apply_in_order
 from worker.operate.topic_scan import scan
-from worker.replay.memory_store import MemoryStore
+from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.arena import ArenaRules
-from worker.rules.state import RatingState
+from worker.rules.hundredths import Points
+from worker.rules.state import UNSEEN, RatingState
 from worker.service.connections import close_quietly, make_redis
 from worker.settings import WorkerSettings
 from worker.store import keys
@@ -88,13 +90,21 @@ def history_order(game: GameFinished) -> tuple[tuple[int, str], str]:
     return instant(game.finished_at), game.game_id
 
 
-def recompute(games: Sequence[GameFinished], seeds: Sequence[SeedRow], training_rating: int) -> MemoryStore:
-    store = MemoryStore(Engine(ArenaRules(), training_rating))
-    for row in seeds:
-        store.seed(row)
-    for game in sorted(games, key=history_order):
-        store.apply(game)
-    return store
+async def recompute(
+    games: Sequence[GameFinished], seeds: Sequence[SeedRow], training_rating: int
+) -> MemoryBackend[RatingState]:
+    """The seeds, then every game in history order, through the store's protocol in memory."""
+    engine = Engine(ArenaRules(), Points(training_rating))
+    backend = MemoryBackend(UNSEEN, keep_outboxes=False)
+    await apply_in_order(engine, MemoryStore(backend), [SeedItem(row, force=False) for row in seeds])
+    await apply_all(engine, backend, sorted(games, key=history_order))
+    return backend
+
+
+async def apply_all(engine: Engine, backend: MemoryBackend[RatingState], games: Sequence[GameFinished]) -> None:
+    store = MemoryStore(backend)
+    for start in range(0, len(games), CHUNK):
+        await apply_in_order(engine, store, games[start : start + CHUNK])
 
 
 def check_prefix(prefix: str, live: str) -> None:
@@ -152,7 +162,7 @@ async def rebuild(
         history = await read_history(settings)
         report.records, report.bad, report.games = history.records, history.bad, len(history.games)
         say(f"rebuild: read {report.records} records ({report.bad} bad), {report.games} games; recomputing")
-        store = recompute(history.games, seeds, settings.training_rating)
+        store = await recompute(history.games, seeds, settings.training_rating)
         report.ratings = len(store.states)
         await _write_states(redis, prefix, store.states)
         await _write_records(redis, prefix, store, history)
@@ -174,7 +184,7 @@ async def _write_states(redis: "Redis", prefix: str, states: dict[str, RatingSta
         await with_retry(redis.mset, mapping)
 
 
-async def _write_records(redis: "Redis", prefix: str, store: MemoryStore, history: History) -> None:
+async def _write_records(redis: "Redis", prefix: str, store: MemoryBackend[RatingState], history: History) -> None:
     """The records of the games that arrived within the last retention (by their input record's
     timestamp, as the workers' records expire a retention after they applied them): a copy of
     one of them that the switch-over reads is then a duplicate, as it is for the workers."""

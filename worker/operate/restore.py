@@ -39,6 +39,7 @@ from worker.engine.events import rating_key
 from worker.operate.topic_scan import scan
 from worker.operate.topics import COMPACTION_LAG_MS
 from worker.rules.categories import Category
+from worker.rules.hundredths import Hundredths
 from worker.rules.state import QualifyingGame, RatingState
 from worker.rules.system import Kind
 from worker.service.connections import close_quietly, make_redis
@@ -72,8 +73,8 @@ class RestoreReport:
     trusted: bool = False
 
 
-def _hundredths(value: object) -> int:
-    return int(value * 100)  # type: ignore[operator]  # a Decimal with at most two decimals
+def _hundredths(value: object) -> Hundredths:
+    return Hundredths(int(value * 100))  # type: ignore[operator]  # a Decimal with at most two decimals
 
 
 def state_of(event: RatingChanged) -> RatingState:

@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 from redis.asyncio import Redis
 
 from worker.engine.engine import Engine, SeedRow, SeedVerdict
+from worker.engine.schedule import SeedItem
 from worker.operate.rebuild import (
     CHUNK,
     REBUILD_META,
+    apply_all,
     check_prefix,
     history_order,
     read_history,
@@ -41,16 +43,16 @@ from worker.operate.rebuild import (
     scan_keys,
     with_retry,
 )
-from worker.replay.memory_store import MemoryStore
+from worker.replay.memory_store import MemoryBackend
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
+from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN, RatingState
 from worker.service.connections import close_quietly, make_redis
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.stream.retry import REDIS_CONNECT, retrying
-from worker.stream.schedule import SeedItem
 
 ROUNDS = 5  # rounds for ratings that moved while they were compared
 WATERMARK_POLL_SECONDS = 0.5
@@ -176,16 +178,15 @@ async def _bring_forward(
         ours = await with_retry(redis.mget, [keys.game_key(prefix, g) for g in chunk])
         rebuilt_records.update({g: bytes.fromhex(v.decode()) for g, v in zip(chunk, ours, strict=True) if v})
     games = [g for g in history.games if g.game_id in applied]
-    engine = Engine(ArenaRules(), settings.training_rating)
+    engine = Engine(ArenaRules(), Points(settings.training_rating))
     touched = {k for g in games for k in engine.ratings_read(g) or ()}
-    store = MemoryStore(engine)
-    store.states = await read_states(redis, prefix, sorted(set(rebuilt_keys) | touched))
+    backend = MemoryBackend(UNSEEN, keep_outboxes=False)
+    backend.states = await read_states(redis, prefix, sorted(set(rebuilt_keys) | touched))
     for game_id, digest in rebuilt_records.items():
-        store.remember(game_id, digest)
-    for game in sorted(games, key=history_order):
-        store.apply(game)
+        backend.remember(game_id, digest)
+    await apply_all(engine, backend, sorted(games, key=history_order))
     report.brought_forward = len(games)
-    return store.states
+    return backend.states
 
 
 async def _import(
@@ -193,7 +194,7 @@ async def _import(
 ) -> set[str]:
     """Step 5: each row imported over the live seq it was compared with; the ratings that moved."""
     moved: set[str] = set()
-    async with pipeline_for(settings) as (pipeline, _):
+    async with pipeline_for(settings) as (pipeline, _, _):
         for start in range(0, len(rows), CHUNK):
             items = [SeedItem(row, True, expected[row.key]) for row in rows[start : start + CHUNK]]
             planned, _stats = await pipeline.run(items)

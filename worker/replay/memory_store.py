@@ -1,46 +1,50 @@
-"""Ratings and idempotency records held in memory: the store of the offline replay.
+"""The store in memory: the offline replay's and the rebuild's, and the pipeline's in unit tests.
 
-Memory grows with the number of ratings and of distinct games only. A game is remembered by
-a 16-byte digest of its id (a collision among 10^9 games has probability ~10^-21) mapped to
-its 8-byte facts digest, packed as Python ints, which are smaller than bytes objects.
+The same protocols as Redis (`worker.store.protocol`), with the same semantics, held to the
+same contract tests: check-and-set over each read state's seq and the absence of the game's
+record, taint, outboxes under leases with compare-and-pop acknowledgements, watermarks. A
+`MemoryBackend` is what a Redis server holds; each `MemoryStore` on it is one process's client
+(its own token), so that tests can run several "processes" on one backend. Time is passed in
+(`clock`), for lease expiry.
+
+Memory grows with the number of ratings and of distinct games only. A game is remembered by a
+16-byte digest of its id (a collision among 10^9 games has probability ~10^-21) mapped to its
+8-byte facts digest, packed as Python ints, which are smaller than bytes objects. The offline
+replay keeps no outboxes (`keep_outboxes=False`): it writes each game's events as it goes.
 """
 
 import hashlib
+import time
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Generic
 
-from schemas.game_finished import GameFinished
-from worker.engine.engine import RESTORED, Engine, GameOutcome, SeedOutcome, SeedRow, Verdict
-from worker.rules.state import UNSEEN, RatingState
+from worker.engine.engine import RESTORED
+from worker.store.protocol import Claimed, S, Snapshot, Watermark, Write
 
-_RESTORED = -1  # a game recorded without its facts (see engine.RESTORED)
-
-
-def _digest(recorded: int) -> bytes:
-    return RESTORED if recorded == _RESTORED else recorded.to_bytes(8)
+_RESTORED = -1  # a game recorded without its facts (engine.RESTORED)
 
 
 def _game_key(game_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(game_id.encode(), digest_size=16).digest())
 
 
-class MemoryStore:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.states: dict[str, RatingState] = {}
-        self.games: dict[int, int] = {}
+def _digest(recorded: int) -> bytes:
+    return RESTORED if recorded == _RESTORED else recorded.to_bytes(8)
 
-    def apply(self, game: GameFinished) -> GameOutcome:
-        """Apply one game, keeping what the engine returns (the streaming worker does the same in Redis)."""
-        game_key = _game_key(game.game_id)
-        recorded = self.games.get(game_key)
-        known = None if recorded is None else _digest(recorded)
-        keys = self.engine.ratings_read(game)
-        states = {} if keys is None else {k: self.states.get(k, UNSEEN) for k in keys}
-        outcome = self.engine.apply(game, states, known)
-        if outcome.verdict in (Verdict.APPLIED, Verdict.SKIPPED):
-            self.games[game_key] = int.from_bytes(outcome.digest)
-        for update in outcome.updates:
-            self.states[update.key] = update.state
-        return outcome
+
+class MemoryBackend(Generic[S]):
+    """What the store holds: states, game records, outboxes, leases, watermarks."""
+
+    def __init__(self, unseen: S, clock: Callable[[], float] = time.monotonic, keep_outboxes: bool = True) -> None:
+        self.unseen = unseen
+        self.clock = clock
+        self.keep_outboxes = keep_outboxes
+        self.states: dict[str, S] = {}
+        self.games: dict[int, int] = {}
+        self.outboxes: dict[str, list[bytes]] = {}
+        self.leases: dict[str, tuple[str, float]] = {}  # rating -> (token, expires at)
+        self.marks: dict[tuple[str, int], int] = {}
 
     def record(self, game_id: str) -> bytes | None:
         """The game's idempotency record (its facts digest), if it was applied or skipped."""
@@ -51,8 +55,103 @@ class MemoryStore:
         """Record a game as done elsewhere (its facts digest, or `RESTORED` for unknown facts)."""
         self.games[_game_key(game_id)] = int.from_bytes(digest) if digest != RESTORED else _RESTORED
 
-    def seed(self, row: SeedRow, force: bool = False) -> SeedOutcome:
-        outcome = self.engine.seed(row, self.states.get(row.key, UNSEEN), force)
-        if outcome.update is not None:
-            self.states[outcome.update.key] = outcome.update.state
-        return outcome
+    def holder(self, rating: str) -> str | None:
+        lease = self.leases.get(rating)
+        if lease is None or lease[1] <= self.clock():
+            return None
+        return lease[0]
+
+
+class MemoryStore(Generic[S]):
+    """One process's client of a `MemoryBackend` (see `worker.store.protocol`)."""
+
+    def __init__(self, backend: MemoryBackend[S], token: str = "memory", lease_seconds: float = 60.0) -> None:
+        self.backend = backend
+        self.token = token
+        self.lease_seconds = lease_seconds
+
+    async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot[S]:
+        b = self.backend
+        states = {r: b.states.get(r, b.unseen) for r in ratings}
+        unconfirmed = {r: len(b.outboxes.get(r, ())) for r in ratings}
+        records = {}
+        for game_id in game_ids:
+            recorded = b.games.get(_game_key(game_id))
+            if recorded is not None:
+                records[game_id] = _digest(recorded)
+        return Snapshot(states, unconfirmed, records)
+
+    async def apply(
+        self, items: Sequence[Write[S]], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
+    ) -> tuple[list[bool], Claimed]:
+        b = self.backend
+        tainted: set[str] = set()
+        touched: dict[str, None] = {}  # in the order first touched
+        results = []
+        for item in items:
+            ok = all(r not in tainted and b.states.get(r, b.unseen).seq == seq for r, seq in item.reads)
+            game_key = _game_key(item.game_id) if item.game_id else None
+            if ok and game_key is not None and game_key in b.games:
+                ok = False
+            if not ok:
+                tainted.update(r for r, _ in item.reads)
+                results.append(False)
+                continue
+            for rating, state, payload in item.writes:
+                b.states[rating] = state
+                if b.keep_outboxes:
+                    b.outboxes.setdefault(rating, []).append(payload)
+                    touched[rating] = None
+            if game_key is not None:
+                b.games[game_key] = int.from_bytes(item.digest) if item.digest != RESTORED else _RESTORED
+            results.append(True)
+        if all(results):
+            for mark in marks:
+                where = (mark.topic, mark.partition)
+                b.marks[where] = max(b.marks.get(where, 0), mark.offset)
+        for rating in flush:
+            touched[rating] = None
+        return results, await self.claim(touched)
+
+    async def claim(self, ratings: Iterable[str]) -> Claimed:
+        b = self.backend
+        claimed: dict[str, list[bytes]] = {}
+        blocked = []
+        for rating in ratings:
+            outbox = b.outboxes.get(rating)
+            if not outbox:
+                continue
+            if b.holder(rating) in (None, self.token):
+                b.leases[rating] = (self.token, b.clock() + self.lease_seconds)
+                claimed[rating] = list(outbox)
+            else:
+                blocked.append(rating)
+        return Claimed(claimed, blocked)
+
+    async def ack(self, sent: dict[str, bytes], keep: Collection[str] = ()) -> list[str]:
+        b = self.backend
+        lost = []
+        for rating, payload in sent.items():
+            if b.holder(rating) != self.token:
+                lost.append(rating)
+                continue
+            outbox = b.outboxes.get(rating, [])
+            if outbox and outbox[0] == payload:
+                outbox.pop(0)
+                if not outbox:
+                    del b.outboxes[rating]
+            if rating in keep:
+                b.leases[rating] = (self.token, b.clock() + self.lease_seconds)
+            else:
+                del b.leases[rating]
+        return lost
+
+    async def replicated(self) -> None:
+        """Memory has no replicas: every write is as durable as it gets at once."""
+
+    async def watermarks(self, topic: str) -> dict[int, int]:
+        found: dict[int, int] = defaultdict(int)
+        for (t, partition), offset in self.backend.marks.items():
+            if t == topic:
+                found[partition] = offset
+        return dict(found)

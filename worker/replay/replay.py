@@ -1,7 +1,10 @@
 """Offline replay: `rating-worker rate` — games from a JSON-lines file, rating changes out.
 
-Streams its input: memory grows with the ratings and the distinct games seen (see
-`MemoryStore`), never with the file size.
+The lines are read in chunks; each chunk's games go through the same steps as the streaming
+worker's batches (`worker.engine.schedule.apply_in_order`: read a snapshot, plan with the
+engine in order, apply by check-and-set) over the store in memory, and the chunk's events
+and dead letters are written in the order of its lines. Streams its input: memory grows with
+the ratings and the distinct games seen (see `MemoryBackend`), never with the file size.
 """
 
 import json
@@ -10,10 +13,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO, TextIO
 
+from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, ErrorKind, decode_game
-from worker.engine.engine import Engine, SeedRow, SeedVerdict, Verdict
-from worker.replay.memory_store import MemoryStore
+from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict
+from worker.engine.schedule import SeedItem, apply_in_order
+from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.replay.progress import Progress
+from worker.rules.state import UNSEEN, RatingState
+
+# Lines per chunk: enough that a chunk's fixed costs (a snapshot, one apply) vanish per game,
+# few enough to keep the chunk's games and events small in memory.
+CHUNK_LINES = 1024
 
 
 @dataclass
@@ -27,7 +37,7 @@ class ReplayCounts:
     dead_letters: Counter[ErrorKind] = field(default_factory=Counter)
     events: int = 0
 
-    def summary(self, store: MemoryStore, seconds: float) -> str:
+    def summary(self, store: MemoryBackend[RatingState], seconds: float) -> str:
         def listing(counter: Counter[str] | Counter[ErrorKind]) -> str:
             return ", ".join(f"{k} {n}" for k, n in sorted(counter.items())) or "none"
 
@@ -58,7 +68,7 @@ def dead_letter(line: int, error: BadInput, raw: bytes) -> str:
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
-def replay(
+async def replay(
     engine: Engine,
     seeds: Iterable[SeedRow],
     games: BinaryIO,
@@ -66,16 +76,18 @@ def replay(
     dlq: TextIO,
     max_message_bytes: int,
     progress: Progress | None = None,
-) -> tuple[ReplayCounts, MemoryStore]:
+) -> tuple[ReplayCounts, MemoryBackend[RatingState]]:
     """Seed, then apply every line of `games` in order, writing events to `out` and bad lines to `dlq`."""
-    store = MemoryStore(engine)
+    backend: MemoryBackend[RatingState] = MemoryBackend(UNSEEN, keep_outboxes=False)
+    store = MemoryStore(backend)
     counts = ReplayCounts()
-    for row in seeds:
-        seeded = store.seed(row)
-        if seeded.verdict is SeedVerdict.IMPORTED and seeded.update is not None:
-            out.write(seeded.update.payload + b"\n")
+    for p in await apply_in_order(engine, store, [SeedItem(row, force=False) for row in seeds]):
+        assert isinstance(p.outcome, SeedOutcome)
+        if p.outcome.verdict is SeedVerdict.IMPORTED and p.outcome.update is not None:
+            out.write(p.outcome.update.payload + b"\n")
             counts.seeded += 1
             counts.events += 1
+    chunk: list[tuple[int, bytes, GameFinished | BadInput]] = []  # (line number, raw, game or why bad)
     for number, line in enumerate(games, start=1):
         counts.lines = number
         raw = line.removesuffix(b"\n").removesuffix(b"\r")
@@ -83,16 +95,39 @@ def replay(
             counts.blank += 1
             continue
         try:
-            game = decode_game(raw, max_message_bytes)
+            chunk.append((number, raw, decode_game(raw, max_message_bytes)))
         except BadInput as e:
-            counts.dead_letters[e.kind] += 1
-            dlq.write(dead_letter(number, e, raw[:max_message_bytes]))
+            chunk.append((number, raw, e))
+        if len(chunk) >= CHUNK_LINES:
+            await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
+            chunk = []
+            if progress is not None:
+                progress.update(games.tell() if games.seekable() else None, counts.games)
+    await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
+    return counts, backend
+
+
+async def _apply_chunk(
+    engine: Engine,
+    store: MemoryStore[RatingState],
+    chunk: list[tuple[int, bytes, GameFinished | BadInput]],
+    out: BinaryIO,
+    dlq: TextIO,
+    max_message_bytes: int,
+    counts: ReplayCounts,
+) -> None:
+    planned = iter(await apply_in_order(engine, store, [g for _, _, g in chunk if isinstance(g, GameFinished)]))
+    for number, raw, decoded in chunk:
+        if isinstance(decoded, BadInput):
+            counts.dead_letters[decoded.kind] += 1
+            dlq.write(dead_letter(number, decoded, raw[:max_message_bytes]))
             continue
+        outcome = next(planned).outcome
+        assert isinstance(outcome, GameOutcome)
         counts.games += 1
-        outcome = store.apply(game)
         counts.verdicts[outcome.verdict] += 1
         if outcome.verdict is Verdict.CONFLICT:
-            error = BadInput(ErrorKind.CONFLICTING_DUPLICATE, f"game {game.game_id} was recorded with other facts")
+            error = BadInput(ErrorKind.CONFLICTING_DUPLICATE, f"game {decoded.game_id} was recorded with other facts")
             counts.dead_letters[error.kind] += 1
             dlq.write(dead_letter(number, error, raw))
         elif outcome.skip is not None and outcome.verdict is Verdict.SKIPPED:
@@ -100,6 +135,3 @@ def replay(
         for update in outcome.updates:
             out.write(update.payload + b"\n")
         counts.events += len(outcome.updates)
-        if progress is not None and number % 4096 == 0:
-            progress.update(games.tell() if games.seekable() else None, counts.games)
-    return counts, store

@@ -9,17 +9,17 @@ from dataclasses import dataclass
 
 from schemas.game_finished import GameFinished
 from worker.rules.categories import Category, category_of
-from worker.rules.hundredths import ONE, round_half_up
+from worker.rules.hundredths import ONE, Hundredths, Points, hundredths, round_half_up
 from worker.rules.state import QualifyingGame, RatingState
 from worker.rules.system import Change, Kind, Pairing, Rated, Skip
 from worker.rules.tables import dp_for, pd_higher
 
-FLOOR = 1000 * ONE  # a rating under 1000.00 is lost; exactly 1000.00 is kept
+FLOOR = Hundredths(1000 * ONE)  # a rating under 1000.00 is lost; exactly 1000.00 is kept
 QUALIFYING_GAMES = 5
 PROVISIONAL_GAMES = 30  # K = 40 for the 1st to 30th rated game after a rating is established
 K_PROVISIONAL = 40
 K_ESTABLISHED = {Category.RAPID: 20, Category.BLITZ: 20, Category.BULLET: 10}
-BONUS_PER_HALF_POINT = 20 * ONE  # Rf = Ra + 20 for each half point over 50%
+BONUS_PER_HALF_POINT = Hundredths(20 * ONE)  # Rf = Ra + 20 for each half point over 50%
 
 
 def k_factor(category: Category, rated_games: int) -> int:
@@ -27,40 +27,41 @@ def k_factor(category: Category, rated_games: int) -> int:
     return K_PROVISIONAL if rated_games < PROVISIONAL_GAMES else K_ESTABLISHED[category]
 
 
-def expected_scores(rating_a: int, rating_b: int) -> tuple[int, int]:
-    """Table B's PD for each player (hundredths), from D = |Ra - Rb| rounded to a whole point."""
-    d = round_half_up(abs(rating_a - rating_b), ONE)
+def expected_scores(rating_a: Hundredths, rating_b: Hundredths) -> tuple[Hundredths, Hundredths]:
+    """Table B's PD for each player, from D = |Ra - Rb| rounded to a whole point."""
+    d = Points(round_half_up(abs(rating_a - rating_b), ONE))
     high = pd_higher(d)
     if rating_a == rating_b:
-        return 50, 50
-    return (high, ONE - high) if rating_a > rating_b else (ONE - high, high)
+        return Hundredths(50), Hundredths(50)
+    low = Hundredths(ONE - high)
+    return (high, low) if rating_a > rating_b else (low, high)
 
 
-def rated_game(category: Category, state: RatingState, expected: int, score: int) -> Change:
+def rated_game(category: Category, state: RatingState, expected: Hundredths, score: Hundredths) -> Change:
     """A rated player's game against a rated opponent: Rn = Ro + K * (score - PD), then the floor."""
     assert state.rating is not None
     k = k_factor(category, state.rated_games)
-    new_rating = state.rating + k * (score - expected)
+    new_rating = Hundredths(state.rating + k * (score - expected))
     if new_rating < FLOOR:
         return Change(Kind.RATING_LOST, RatingState(seq=state.seq), k, expected)
     after = RatingState(new_rating, state.rated_games + 1, (), state.seq)
     return Change(Kind.RATED_GAME, after, k, expected)
 
 
-def first_rating(games: tuple[QualifyingGame, ...]) -> int:
+def first_rating(games: tuple[QualifyingGame, ...]) -> Hundredths:
     """Rf from the counted qualifying games (hundredths), before the floor is applied."""
     n = len(games)
     average = round_half_up(sum(g.opponent_rating for g in games), n)  # Ra, to 0.01, .005 upwards
     total = sum(g.score for g in games)  # S in hundredths
     half = n * ONE // 2  # 50%: S = 2.5 of 5
     if total >= half:
-        return average + BONUS_PER_HALF_POINT * (total - half) // 50
-    p = total // n  # S/5 is always a whole number of hundredths (S is a multiple of 0.5)
-    return average + dp_for(p) * ONE
+        return Hundredths(average + BONUS_PER_HALF_POINT * (total - half) // 50)
+    p = Hundredths(total // n)  # S/5 is always a whole number of hundredths (S is a multiple of 0.5)
+    return Hundredths(average + hundredths(dp_for(p)))
 
 
 def qualifying_game(
-    state: RatingState, game_id: str, opponent_id: str, opponent_rating: int, score: int
+    state: RatingState, game_id: str, opponent_id: str, opponent_rating: Hundredths, score: Hundredths
 ) -> Change | None:
     """An unrated player's game against a rated opponent; None when it is not counted."""
     if not state.qualifying and score == 0:

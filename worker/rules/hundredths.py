@@ -1,9 +1,23 @@
 """Exact numbers: ratings, changes and probabilities as integer hundredths.
 
-1800.20 is held as 180020. Nothing in the rules or the engine ever uses a float.
+1800.20 is held as 180020. Nothing in the rules or the engine ever uses a float. Two units,
+as types that `mypy --strict` keeps apart (at no cost at run time: they are ints):
+- `Hundredths`: everything computed: ratings, changes, scores, probabilities (1.00 = 100);
+- `Points`: whole rating points: the displayed rating, the training rating, Table B's rating
+  difference D and Table A's dp.
 """
 
-ONE = 100  # 1.00, a whole point or a probability of 1
+from typing import NewType
+
+Hundredths = NewType("Hundredths", int)
+Points = NewType("Points", int)
+
+ONE = Hundredths(100)  # 1.00, a whole point or a probability of 1
+
+
+def hundredths(points: Points) -> Hundredths:
+    """A whole number of points in hundredths: 7 -> 700."""
+    return Hundredths(points * ONE)
 
 
 def round_half_up(numerator: int, denominator: int) -> int:
@@ -17,19 +31,19 @@ def round_half_up(numerator: int, denominator: int) -> int:
     return (2 * numerator + denominator) // (2 * denominator)
 
 
-def display(hundredths: int) -> int:
+def display(value: Hundredths) -> Points:
     """The displayed rating: the official rating rounded to an integer, .5 upwards."""
-    return round_half_up(hundredths, ONE)
+    return Points(round_half_up(value, ONE))
 
 
-def format_fixed2(hundredths: int) -> str:
+def format_fixed2(value: Hundredths) -> str:
     """Two decimals exactly, as the contract encodes ratings: 180020 -> "1800.20", -720 -> "-7.20"."""
-    sign = "-" if hundredths < 0 else ""
-    whole, cents = divmod(abs(hundredths), ONE)
+    sign = "-" if value < 0 else ""
+    whole, cents = divmod(abs(value), ONE)
     return f"{sign}{whole}.{cents:02d}"
 
 
-def parse_fixed2(text: str) -> int:
+def parse_fixed2(text: str) -> Hundredths:
     """Parse a non-negative decimal with at most two decimals ("1800", "1800.5", "1800.25").
 
     Raises ValueError for anything else (signs, exponents, three decimals, spaces).
@@ -39,4 +53,4 @@ def parse_fixed2(text: str) -> int:
         raise ValueError(f"{text!r} is not a decimal number with at most two decimals")
     if len(frac) > 2:
         raise ValueError(f"{text!r} has more than two decimals")
-    return int(whole) * ONE + int(frac.ljust(2, "0") or "0")
+    return Hundredths(int(whole) * ONE + int(frac.ljust(2, "0") or "0"))

@@ -2,6 +2,8 @@
 
 from dataclasses import dataclass
 
+from worker.rules.hundredths import Hundredths
+
 
 @dataclass(frozen=True, slots=True)
 class QualifyingGame:
@@ -9,8 +11,8 @@ class QualifyingGame:
 
     game_id: str
     opponent_id: str
-    opponent_rating: int  # hundredths, as it stood when the game was played
-    score: int  # hundredths: 100, 50 or 0
+    opponent_rating: Hundredths  # as it stood when the game was played
+    score: Hundredths  # 100, 50 or 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +22,7 @@ class RatingState:
     `seq` numbers the changes of this rating (0 = never changed); only the engine advances it.
     """
 
-    rating: int | None = None  # hundredths; None while unrated
+    rating: Hundredths | None = None  # None while unrated
     rated_games: int = 0  # rated games since the current rating was established
     qualifying: tuple[QualifyingGame, ...] = ()
     seq: int = 0

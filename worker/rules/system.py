@@ -17,6 +17,7 @@ from typing import Protocol
 
 from schemas.game_finished import GameFinished
 from worker.rules.categories import Category
+from worker.rules.hundredths import ONE, Hundredths
 from worker.rules.state import RatingState
 
 
@@ -50,7 +51,7 @@ class Change:
     kind: Kind
     after: RatingState
     k_factor: int | None = None
-    expected_score: int | None = None  # hundredths (PD)
+    expected_score: Hundredths | None = None  # PD
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +61,11 @@ class Pairing:
     game_id: str
     white_id: str
     black_id: str
-    white_score: int  # hundredths: 100, 50 or 0
+    white_score: Hundredths  # 100, 50 or 0
 
     @property
-    def black_score(self) -> int:
-        return 100 - self.white_score
+    def black_score(self) -> Hundredths:
+        return Hundredths(ONE - self.white_score)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ rating difference D (whole points) to the scoring probability PD of the higher-r
 
 from bisect import bisect_left
 
-from worker.rules.hundredths import ONE
+from worker.rules.hundredths import ONE, Hundredths, Points
 
 # p in hundredths (0 .. 100) -> dp in whole points. Copied from the seed, column by column.
 TABLE_A: dict[int, int] = {
@@ -172,17 +172,17 @@ _B_UPPER = tuple(upper for upper, _ in _TABLE_B_BINS)
 _B_HIGH = tuple(high for _, high in _TABLE_B_BINS)
 
 
-def dp_for(p: int) -> int:
+def dp_for(p: Hundredths) -> Points:
     """Table A: the rating difference dp (whole points) for a fractional score p in hundredths."""
     try:
-        return TABLE_A[p]
+        return Points(TABLE_A[p])
     except KeyError:
         raise ValueError(f"p must be a whole number of hundredths in 0..100, got {p}") from None
 
 
-def pd_higher(d: int) -> int:
+def pd_higher(d: Points) -> Hundredths:
     """Table B: PD of the higher-rated player, in hundredths, for a difference D in whole points."""
     if d < 0:
         raise ValueError(f"D must be >= 0, got {d}")
     i = bisect_left(_B_UPPER, d)
-    return _B_HIGH[i] if i < len(_B_HIGH) else ONE
+    return Hundredths(_B_HIGH[i]) if i < len(_B_HIGH) else ONE

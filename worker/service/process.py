@@ -118,7 +118,7 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
     health = Health(stall_seconds=settings.stall_seconds)
     server = await serve_http(health, settings.metrics_port) if settings.metrics_port else None
     try:
-        async with pipeline_for(settings) as (pipeline, producer):
+        async with pipeline_for(settings) as (pipeline, producer, store):
             consumer = AIOKafkaConsumer(
                 **kafka_options(settings),
                 group_id=settings.kafka_group_id,
@@ -145,7 +145,7 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
             consumer.subscribe([settings.topic_games], listener=worker.listener())
             try:
                 await retrying(KAFKA_JOIN, consumer.start)
-                await _run_consumer(worker, pipeline.store, producer, health, stopping, progress, settings)
+                await _run_consumer(worker, store, producer, health, stopping, progress, settings)
             finally:
                 begin_closing()  # the consumer, then the producer and Redis: one budget for all
                 await close_quietly(consumer.stop())

@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaProducer
 
 from worker.engine.engine import Engine
 from worker.rules.arena import ArenaRules
+from worker.rules.hundredths import Points
 from worker.service.connections import close_quietly, kafka_options, make_redis
 from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
 from worker.store.redis_store import RedisStore
@@ -39,7 +40,7 @@ def make_producer(settings: WorkerSettings) -> AIOKafkaProducer:
 
 
 @asynccontextmanager
-async def pipeline_for(settings: WorkerSettings) -> AsyncIterator[tuple[Pipeline, AIOKafkaProducer]]:
+async def pipeline_for(settings: WorkerSettings) -> AsyncIterator[tuple[Pipeline, AIOKafkaProducer, RedisStore]]:
     """The pipeline (Redis store, publisher) that `run`, `import` and `switch-over` share."""
     redis = make_redis(settings)
     producer = make_producer(settings)
@@ -55,8 +56,8 @@ async def pipeline_for(settings: WorkerSettings) -> AsyncIterator[tuple[Pipeline
             settings.redis_wait_replicas,
             settings.redis_wait_timeout_ms,
         )
-        engine = Engine(ArenaRules(), settings.training_rating)
+        engine = Engine(ArenaRules(), Points(settings.training_rating))
         publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)
-        yield Pipeline(engine, store, publisher), producer
+        yield Pipeline(engine, store, publisher), producer, store
     finally:
         await close_quietly(producer.stop(), redis.aclose())

@@ -43,8 +43,7 @@ a single Redis primary (standalone or Sentinel), not Redis Cluster.
 import logging
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 
 import msgpack
 from redis.asyncio import Redis
@@ -52,9 +51,10 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from worker import metrics
-from worker.rules.state import UNSEEN, RatingState
+from worker.rules.state import RatingState
 from worker.store import keys, scripts
-from worker.store.state_codec import decode_state
+from worker.store.protocol import Claimed, S, Snapshot, StateCodec, Watermark, Write
+from worker.store.state_codec import RATING_STATES
 
 log = logging.getLogger(__name__)
 
@@ -67,46 +67,13 @@ class ReplicasBehind(Exception):
     """Fewer replicas than RATING_REDIS_WAIT_REPLICAS hold the last write: nothing may go on yet."""
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """What a batch read: states (UNSEEN when absent), outbox lengths, game records (digests)."""
+class RedisStateStore(Generic[S]):
+    """The store in Redis, for any state type `S` (see `worker.store.protocol`)."""
 
-    states: dict[str, RatingState]
-    unconfirmed: dict[str, int]
-    records: dict[str, bytes]
-
-
-@dataclass(frozen=True, slots=True)
-class Write:
-    """One item of an atomic apply: a game (or a seeding row, with no game id) and its effects."""
-
-    game_id: str  # "" for a seeding row: nothing to record
-    digest: bytes
-    reads: tuple[tuple[str, int], ...]  # (rating, seq read)
-    writes: tuple[tuple[str, bytes, bytes], ...]  # (rating, encoded state, event payload)
-
-
-@dataclass(frozen=True, slots=True)
-class Claimed:
-    """Outboxes whose lease this process now holds (events in seq order), and those it could not claim."""
-
-    outboxes: dict[str, list[bytes]]
-    blocked: list[str]
-
-
-@dataclass(frozen=True, slots=True)
-class Watermark:
-    """Raise `topic`/`partition`'s watermark to `offset` with the apply that completes a batch."""
-
-    topic: str
-    partition: int
-    offset: int  # the next offset: every record below it is done
-
-
-class RedisStore:
     def __init__(
         self,
         redis: "Redis",
+        codec: StateCodec[S],
         prefix: str,
         token: str,
         lease_seconds: float,
@@ -115,6 +82,7 @@ class RedisStore:
         wait_timeout_ms: int = 1000,
     ) -> None:
         self.redis = redis
+        self.codec = codec
         self.prefix = prefix
         self.token = token
         self.lease_ms = int(lease_seconds * 1000)
@@ -129,14 +97,15 @@ class RedisStore:
         self._apply = redis.register_script(scripts.APPLY)
         self._ack = redis.register_script(scripts.ACK)
 
-    async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot:
+    async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot[S]:
         with metrics.REDIS_SECONDS.labels("read").time():
             packed = await self._run(self._read, _pack(ratings), _pack(game_ids))
         reply = msgpack.unpackb(packed, raw=True)  # a missing key is `false`
-        states, unconfirmed = {}, {}
+        states: dict[str, S] = {}
+        unconfirmed = {}
         for n, rating in enumerate(ratings):
             value, pending = reply[2 * n], reply[2 * n + 1]
-            states[rating] = UNSEEN if value is False else decode_state(value)
+            states[rating] = self.codec.unseen if value is False else self.codec.decode(value)
             unconfirmed[rating] = int(pending)
         records = {}
         for n, game_id in enumerate(game_ids):
@@ -146,14 +115,25 @@ class RedisStore:
         return Snapshot(states, unconfirmed, records)
 
     async def apply(
-        self, items: Sequence[Write], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
+        self, items: Sequence[Write[S]], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
     ) -> tuple[list[bool], Claimed]:
         """Apply what still checks out, in order; claim the touched outboxes (and `flush`).
 
         `marks` are raised only if every item applies: they are the batch's, and an item that
         does not apply is recomputed and applied by a later call, which carries them again.
         """
-        packed = _pack([(i.game_id, i.digest.hex(), [x for read in i.reads for x in read], i.writes) for i in items])
+        encode = self.codec.encode
+        packed = _pack(
+            [
+                (
+                    i.game_id,
+                    i.digest.hex(),
+                    [x for read in i.reads for x in read],
+                    [(r, encode(s), e) for r, s, e in i.writes],
+                )
+                for i in items
+            ]
+        )
         flat_marks = [x for m in marks for x in (m.topic, m.partition, m.offset)]
         with metrics.REDIS_SECONDS.labels("apply").time():
             results, claimed, blocked, epoch, writes = await self._run(
@@ -246,6 +226,24 @@ class RedisStore:
                     f"a write within {self.wait_timeout_ms} ms"
                 )
         self.known = max(self.known, self._unreplicated)
+
+
+class RedisStore(RedisStateStore[RatingState]):
+    """The arena's ratings in Redis."""
+
+    def __init__(
+        self,
+        redis: "Redis",
+        prefix: str,
+        token: str,
+        lease_seconds: float,
+        retention_seconds: int,
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
+    ) -> None:
+        super().__init__(
+            redis, RATING_STATES, prefix, token, lease_seconds, retention_seconds, wait_replicas, wait_timeout_ms
+        )
 
 
 def _pack(value: object) -> bytes:

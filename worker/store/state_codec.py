@@ -5,6 +5,7 @@ entries joined by ";". Ids never contain "|", "," or ";". The seq comes first so
 check-and-set script reads the version with one pattern match.
 """
 
+from worker.rules.hundredths import Hundredths
 from worker.rules.state import QualifyingGame, RatingState
 
 
@@ -21,5 +22,22 @@ def decode_state(value: bytes | str) -> RatingState:
     if qualifying:
         for entry in qualifying.split(";"):
             game_id, opponent_id, opponent_rating, score = entry.split(",")
-            entries.append(QualifyingGame(game_id, opponent_id, int(opponent_rating), int(score)))
-    return RatingState(int(rating) if rating else None, int(rated_games), tuple(entries), int(seq))
+            entries.append(
+                QualifyingGame(game_id, opponent_id, Hundredths(int(opponent_rating)), Hundredths(int(score)))
+            )
+    return RatingState(Hundredths(int(rating)) if rating else None, int(rated_games), tuple(entries), int(seq))
+
+
+class RatingStateCodec:
+    """The arena's `RatingState` as the store keeps it (`worker.store.protocol.StateCodec`)."""
+
+    unseen = RatingState()
+
+    def encode(self, state: RatingState) -> bytes:
+        return encode_state(state)
+
+    def decode(self, value: bytes) -> RatingState:
+        return decode_state(value)
+
+
+RATING_STATES = RatingStateCodec()

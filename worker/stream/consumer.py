@@ -26,13 +26,13 @@ from aiokafka.errors import CommitFailedError, KafkaError
 from worker import metrics
 from worker.engine.decoder import BadInput, ErrorKind, decode_game
 from worker.engine.engine import GameOutcome, Verdict
+from worker.engine.schedule import Item, Replayed, game_of
 from worker.service.health import Health
 from worker.store import keys
-from worker.store.redis_store import Watermark
+from worker.store.protocol import Watermark
 from worker.stream.dead_letters import DeadLetter, DeadLetters, Source
 from worker.stream.pipeline import Pipeline
 from worker.stream.retry import REDIS_READ, retrying
-from worker.stream.schedule import Item, Replayed, game_of
 
 log = logging.getLogger(__name__)
 
@@ -135,9 +135,9 @@ class RatingConsumer:
             if highwater is not None and highwater < below:
                 raise WatermarkAhead(
                     f"{tp.topic} partition {tp.partition} ends at offset {highwater}, below its watermark {below}: "
-                    "the topic was recreated or truncated since; if that is intended, delete "
-                    f"{keys.watermark_key(self.pipeline.store.prefix, tp.topic)} (and the group's offsets) "
-                    "and restart"
+                    "the topic was recreated or truncated since; if that is intended, delete its watermarks "
+                    f"(the Redis key {keys.WATERMARK}{tp.topic} under RATING_REDIS_KEY_PREFIX) and the group's "
+                    "offsets, and restart"
                 )
 
     async def load_watermarks(self, partitions: Iterable[TopicPartition]) -> None:

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from worker.engine.engine import Engine
-from worker.store.redis_store import Claimed, RedisStore, Watermark
+from worker.engine.schedule import Item, Planned, game_of, plan, ratings_read, unapplied
+from worker.rules.state import RatingState
+from worker.store.protocol import Claimed, Store, Watermark
 from worker.stream.publisher import Publisher
 from worker.stream.retry import REDIS_ACK, REDIS_APPLY, REDIS_CLAIM, REDIS_READ, REDIS_WAIT, retrying
-from worker.stream.schedule import Item, Planned, game_of, plan, ratings_read
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ class BatchStats:
 
 
 class Pipeline:
-    def __init__(self, engine: Engine, store: RedisStore, publisher: Publisher) -> None:
+    def __init__(self, engine: Engine, store: Store[RatingState], publisher: Publisher) -> None:
         self.engine = engine
         self.store = store
         self.publisher = publisher
@@ -73,20 +74,7 @@ class Pipeline:
             flush = {r for r in ratings if snapshot.unconfirmed.get(r)}
             applied, claimed = await retrying(REDIS_APPLY, self.store.apply, writes, sorted(flush), marks)
             await retrying(REDIS_WAIT, self.store.replicated)
-            results = iter(applied)
-            retry = []
-            replanned: set[str] = set()  # games with a copy to plan again
-            for index, p in zip(pending, planned, strict=True):
-                game = game_of(p.item)
-                game_id = None if game is None else game.game_id
-                if p.write is not None and not next(results):
-                    retry.append(index)
-                    if game_id is not None:
-                        replanned.add(game_id)
-                elif p.write is None and game_id in replanned:
-                    retry.append(index)  # decided against an earlier copy's plan, which did not apply
-                else:
-                    final[index] = p
+            retry = unapplied(pending, planned, applied, final)
             sent, lost = await self._publish(claimed)
             stats.events_sent += sent
             blocked = (blocked | set(claimed.blocked) | lost) - (set(claimed.outboxes) - lost)

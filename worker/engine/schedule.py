@@ -4,17 +4,19 @@ Games of a batch are computed one after another on the states read once for the 
 batch, each seeing the states the earlier ones produced; the store then applies them in
 the same order, each checked against the seq it was computed from. So games touching a
 player are applied in the order they were consumed, and games that share no player cost
-no extra round trip.
+no extra round trip. `apply_in_order` does the whole of it over any `StateStore` for a caller
+that publishes nothing itself (the offline replay, the rebuild); the streaming worker's
+`worker.stream.pipeline` adds publication and waits for other processes' leases.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from schemas.game_finished import GameFinished
 from worker.engine.engine import RESTORED, Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Update, Verdict
 from worker.rules.state import UNSEEN, RatingState
-from worker.store.redis_store import Snapshot, Write
-from worker.store.state_codec import encode_state
+from worker.store.protocol import Snapshot, StateStore, Write
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +47,7 @@ class Planned:
 
     item: Item
     outcome: GameOutcome | SeedOutcome
-    write: Write | None  # None: nothing to write (a duplicate, a conflict, an unchanged seed row)
+    write: Write[RatingState] | None  # None: nothing to write (a duplicate, a conflict, an unchanged seed row)
     ratings: tuple[str, ...]  # the ratings whose outboxes must be flushed before it counts as done
     forgotten: bool = False  # a Replayed game whose record had expired: kept from a second application
 
@@ -63,7 +65,7 @@ def ratings_read(engine: Engine, item: Item) -> tuple[str, ...]:
     return engine.ratings_read(game) or ()
 
 
-def plan(engine: Engine, items: Sequence[Item], snapshot: Snapshot) -> list[Planned]:
+def plan(engine: Engine, items: Sequence[Item], snapshot: Snapshot[RatingState]) -> list[Planned]:
     states: dict[str, RatingState] = dict(snapshot.states)
     records: dict[str, bytes] = dict(snapshot.records)
     planned = []
@@ -97,5 +99,44 @@ def plan(engine: Engine, items: Sequence[Item], snapshot: Snapshot) -> list[Plan
     return planned
 
 
-def _writes(updates: Sequence[Update]) -> tuple[tuple[str, bytes, bytes], ...]:
-    return tuple((u.key, encode_state(u.state), u.payload) for u in updates)
+def _writes(updates: Sequence[Update]) -> tuple[tuple[str, RatingState, bytes], ...]:
+    return tuple((u.key, u.state, u.payload) for u in updates)
+
+
+async def apply_in_order(engine: Engine, store: StateStore[RatingState], items: Sequence[Item]) -> list[Planned]:
+    """Apply `items` through `store` in order, as one batch: read, plan, apply; items that did
+    not apply (another writer changed a state first) are read and planned again, with every
+    later copy of their game. Returns each item's final plan, in order."""
+    final: list[Planned | None] = [None] * len(items)
+    pending = list(range(len(items)))
+    while pending:
+        batch = [items[i] for i in pending]
+        ratings = sorted({r for item in batch for r in ratings_read(engine, item)})
+        game_ids = sorted({g.game_id for g in map(game_of, batch) if g is not None})
+        planned = plan(engine, batch, await store.read(ratings, game_ids))
+        applied, _ = await store.apply([p.write for p in planned if p.write is not None])
+        pending = unapplied(pending, planned, applied, final)
+    return [p for p in final if p is not None]
+
+
+def unapplied(
+    pending: Sequence[int], planned: Sequence[Planned], applied: Sequence[bool], final: list[Any]
+) -> list[int]:
+    """Which of `pending` must be planned again after an apply: those whose write did not apply,
+    and every later copy of their game (its verdict, duplicate or conflict, was decided against
+    a plan that no longer holds). The others' plans go into `final`."""
+    results = iter(applied)
+    retry = []
+    replanned: set[str] = set()  # games with a copy to plan again
+    for index, p in zip(pending, planned, strict=True):
+        game = game_of(p.item)
+        game_id = None if game is None else game.game_id
+        if p.write is not None and not next(results):
+            retry.append(index)
+            if game_id is not None:
+                replanned.add(game_id)
+        elif p.write is None and game_id in replanned:
+            retry.append(index)
+        else:
+            final[index] = p
+    return retry

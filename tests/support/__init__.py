@@ -1,0 +1,1 @@
+"""Support code the tests share: harnesses, fixtures' helpers, the contract's values."""

@@ -1,0 +1,60 @@
+"""The layers' import contracts (pyproject.toml, `[tool.importlinter]`) hold, and can fail:
+a violating import planted in a copy of the package breaks the contract it violates."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LINT = Path(sys.executable).parent / "lint-imports"
+
+
+def lint(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT), "--config", str(root / "pyproject.toml")],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": str(LINT.parent)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def copy(tmp_path: Path) -> Path:
+    """The worker and the schemas as they are, with the contracts, and an empty tests package."""
+    for package in ("worker", "schemas"):
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "__init__.py").write_text("")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def test_the_contracts_hold_for_the_package_as_it_is(copy: Path) -> None:
+    done = lint(copy)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "5 kept, 0 broken" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "broken"),
+    [
+        ("worker/rules/state.py", "import worker.settings", "The rules import nothing else of the worker"),
+        ("worker/engine/events.py", "import redis", "The rules and the engine are pure"),
+        ("worker/rules/tables.py", "import asyncio", "The rules and the engine are pure"),
+        ("worker/store/keys.py", "import worker.stream.retry", "The stores and the offline replay know nothing"),
+        ("worker/stream/consumer.py", "import worker.embedded.stack", "Only the command line"),
+        ("schemas/types.py", "import tests", "No code of the worker or the schemas imports the tests"),
+    ],
+)
+def test_a_planted_violating_import_breaks_its_contract(copy: Path, module: str, planted: str, broken: str) -> None:
+    path = copy / module
+    path.write_text(path.read_text() + f"\n{planted}  # planted by the test\n")
+    done = lint(copy)
+    assert done.returncode == 1, done.stdout
+    assert broken in done.stdout and "BROKEN" in done.stdout

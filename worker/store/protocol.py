@@ -1,0 +1,115 @@
+"""What the engine's callers need from a store of rating states, whatever holds them.
+
+Two protocols, each implemented by Redis (`worker.store.redis_store`, the streaming worker's)
+and by memory (`worker.store.memory`, the offline replay's and the rebuild's), and held to one
+contract test suite (tests/integration/store/test_contract.py):
+
+- `StateStore`: read a batch's states and idempotency records into a `Snapshot`; apply a batch
+  of `Write`s, each all or nothing, checked against the seq (version) of every state it read
+  and against the absence of its game's record, a failed one tainting every rating it read so
+  that no later write touching them goes ahead of it. The events a write announces go to the
+  outboxes of its ratings in the same step (a transactional outbox), and the outboxes it
+  touched are handed over (`Claimed`) for publication.
+- `Outbox`: claim outboxes under a lease (one publisher per rating at a time), acknowledge
+  the events Kafka took (compare-and-pop), and wait until writes are replicated.
+
+Generic over the state type: each rating system has its own state, which only needs a `seq`.
+"""
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+
+class Versioned(Protocol):
+    """A state: every change raises its seq by one, so an unchanged seq is an unchanged state."""
+
+    @property
+    def seq(self) -> int: ...
+
+
+S = TypeVar("S", bound=Versioned)
+
+
+class StateCodec(Protocol[S]):
+    """How a system's state is stored as bytes (in Redis); the encoding starts with `seq|`,
+    which the scripts read to check a state's version."""
+
+    unseen: S  # the state of a rating never seen
+
+    def encode(self, state: S) -> bytes: ...
+
+    def decode(self, value: bytes) -> S: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot(Generic[S]):
+    """What a batch read: states (the system's unseen state when absent), outbox lengths, game
+    records (facts digests)."""
+
+    states: dict[str, S]
+    unconfirmed: dict[str, int]
+    records: dict[str, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Write(Generic[S]):
+    """One item of an atomic apply: a game (or a seeding row, with no game id) and its effects."""
+
+    game_id: str  # "" for a seeding row: nothing to record
+    digest: bytes
+    reads: tuple[tuple[str, int], ...]  # (rating, seq read)
+    writes: tuple[tuple[str, S, bytes], ...]  # (rating, new state, event payload)
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """Outboxes whose lease this process now holds (events in seq order), and those it could not claim."""
+
+    outboxes: dict[str, list[bytes]]
+    blocked: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Watermark:
+    """Raise `topic`/`partition`'s watermark to `offset` with the apply that completes a batch."""
+
+    topic: str
+    partition: int
+    offset: int  # the next offset: every record below it is done
+
+
+class StateStore(Protocol[S]):
+    async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot[S]:
+        """The states of `ratings` (unseen when absent), their outboxes' lengths, the records of `game_ids`."""
+        ...
+
+    async def apply(
+        self, items: Sequence[Write[S]], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
+    ) -> tuple[list[bool], Claimed]:
+        """Apply what still checks out, in order (which items applied); raise `marks` if every
+        item applied; claim the outboxes the applied items touched, and those of `flush`."""
+        ...
+
+    async def watermarks(self, topic: str) -> dict[int, int]:
+        """`topic`'s partitions' watermarks: every record below is applied, recorded or dead-lettered."""
+        ...
+
+
+class Outbox(Protocol):
+    async def claim(self, ratings: Iterable[str]) -> Claimed:
+        """Claim the outboxes of `ratings` that hold events and no other process's lease."""
+        ...
+
+    async def ack(self, sent: dict[str, bytes], keep: Collection[str] = ()) -> list[str]:
+        """Drop each sent event from the head of its outbox if our lease holds; release the
+        lease (renew it for `keep`); return the ratings whose lease was lost."""
+        ...
+
+    async def replicated(self) -> None:
+        """Return once every write so far is as durable as the store promises (replicas)."""
+        ...
+
+
+class Store(StateStore[S], Outbox, Protocol[S]):
+    """Both: what the pipeline drives."""
