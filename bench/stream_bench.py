@@ -22,7 +22,7 @@ by a probe consumer, an upper bound of "acknowledged" by one fetch), CPU seconds
 games (the consumer processes; broker and Redis separately), Redis round trips per game
 (client side: the worker's `rating_redis_seconds_count`, the naive loop's own count), and
 peak RSS (VmHWM); then the ratios, and a soak of one worker at the steady rate with its RSS
-after warm-up and at the end. Numbers are printed, not asserted: the targets are in the README.
+after warm-up and at the end. Numbers are printed, not asserted: the targets and results are in docs/benchmarks.md.
 
 `--child ceiling|naive` is internal: the parent starts the two comparison consumers so.
 """

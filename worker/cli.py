@@ -243,6 +243,24 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_docs(args: argparse.Namespace) -> int:
+    from worker.docs import CONFIGMAP, ROOT, check, configmap_problems, read_configmap, write  # noqa: PLC0415
+
+    if not (ROOT / CONFIGMAP).is_file():
+        raise UsageError(f"docs: {ROOT} is not a checkout of the repository (the pages live in its docs/)")
+    if args.check:
+        problems = check()
+        for line in problems:
+            print(line, file=sys.stderr)
+        return 1 if problems else 0
+    for path in write():
+        print(f"wrote {path}")
+    problems = configmap_problems(read_configmap(ROOT / CONFIGMAP))  # not generated: an operator's file
+    for line in problems:
+        print(f"{CONFIGMAP}: {line}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def cmd_sample(args: argparse.Namespace) -> int:
     from worker.embedded.simulation import ArenaSimulation  # noqa: PLC0415  # only this command needs it
 
@@ -317,6 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
     schemas = commands.add_parser("schemas", help="export the contract's JSON Schemas to schemas/json/")
     schemas.add_argument("--check", action="store_true", help="exit 1 if the files are stale, write nothing")
     schemas.set_defaults(func=cmd_schemas)
+
+    docs = commands.add_parser("docs", help="generate docs/configuration.md and docs/metrics.md from the code")
+    docs.add_argument(
+        "--check", action="store_true", help="exit 1 listing stale pages and ConfigMap differences, write nothing"
+    )
+    docs.set_defaults(func=cmd_docs)
     return parser
 
 

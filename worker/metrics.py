@@ -1,9 +1,18 @@
-"""Every Prometheus metric the worker exports, in one place (documented in the README).
+"""Every Prometheus metric the worker exports, in one place, each label with the values it takes.
 
-Names follow Prometheus conventions: base units (seconds), `_total` for counters.
+docs/metrics.md is generated from this module (`rating-worker docs`; `--check` fails when the
+page is stale). Names follow Prometheus conventions: base units (seconds), `_total` for counters.
 """
 
 from prometheus_client import Counter, Gauge, Histogram, Info
+from prometheus_client.metrics import MetricWrapperBase
+
+from worker.engine.decoder import ErrorKind
+from worker.rules.categories import Category
+from worker.rules.system import Kind, Skip
+
+# The values of a label: a fixed set, or (a str) what any value is, for an open set.
+LabelValues = tuple[str, ...] | str
 
 # Buckets from 1 ms to 30 s: a healthy batch takes tens of milliseconds, an outage seconds;
 # fine around the 50 ms latency target, so that percentiles read from them mean something.
@@ -31,16 +40,21 @@ LATENCY_BUCKETS = (
 
 GAMES_CONSUMED = Counter("rating_games_consumed_total", "Input records consumed, bad ones included")
 GAMES_RATED = Counter("rating_games_rated_total", "Games that changed at least one rating (published an event)")
+SKIP_REASONS: tuple[str, ...] = tuple(reason.value for reason in Skip)
 GAMES_SKIPPED = Counter(
     "rating_games_skipped_total",
-    "Valid games that changed nothing, by reason (rated_false, unrated_time_control, forfeit, aborted, "
-    "both_unrated, not_counted, duplicate)",
+    "Valid games that changed nothing, by reason (not_counted: an unrated player's loss before his count starts)",
     ["reason"],
 )
-DEAD_LETTERS = Counter("rating_dead_letters_total", "Input records sent to the dead-letter topic", ["kind"])
+DEAD_LETTER_KINDS: tuple[str, ...] = tuple(kind.value for kind in ErrorKind)
+DEAD_LETTERS = Counter(
+    "rating_dead_letters_total", "Input records sent to the dead-letter topic, by their error.kind header", ["kind"]
+)
 DEAD_LETTER_FLOOD = Gauge(
     "rating_dead_letter_flood", "1 while more dead letters than RATING_DEAD_LETTER_ALARM_PER_MINUTE arrived in a minute"
 )
+CHANGE_KINDS: tuple[str, ...] = tuple(kind.value for kind in Kind)
+CATEGORIES: tuple[str, ...] = tuple(category.value for category in Category)
 CHANGES_PUBLISHED = Counter(
     "rating_changes_published_total",
     "Rating changes published and acknowledged, first publications only",
@@ -52,19 +66,32 @@ PROCESSING_SECONDS = Histogram(
 )
 END_TO_END_SECONDS = Histogram(
     "rating_end_to_end_seconds",
-    "From the input record's timestamp to the game's output acknowledged by Kafka",
+    "A rated game from its input record's timestamp to its output acknowledged by Kafka",
     buckets=LATENCY_BUCKETS,
 )
+# The three script calls of `worker.store.redis_store`: a batch's read, its apply, and the
+# acknowledgement of a publication round.
+REDIS_OPERATIONS: tuple[str, ...] = ("read", "apply", "ack")
 REDIS_SECONDS = Histogram(
     "rating_redis_seconds", "Round trip of one Redis script call, by operation", ["operation"], buckets=LATENCY_BUCKETS
 )
 CAS_CONFLICTS = Counter("rating_cas_conflicts_total", "Games recomputed because another process changed a state first")
-RETRIES = Counter("rating_retries_total", "Redis or Kafka calls retried after a transient failure", ["operation"])
+# Its `operation` values are the labels of `worker.stream.retry.OPERATIONS`; that module
+# imports this one, so the docs generator (`worker.docs`) reads them there.
+RETRIES = Counter(
+    "rating_retries_total", "Redis or Kafka calls retried after a transient failure, by operation", ["operation"]
+)
 IN_FLIGHT = Gauge("rating_games_in_flight", "Games fetched and not yet committed")
-LAG_RECORDS = Gauge("rating_consumer_lag_records", "Records behind the end of the partition", ["partition"])
+ANY_PARTITION = "any input partition's number (`0`, `1`, ...)"
+LAG_RECORDS = Gauge(
+    "rating_consumer_lag_records",
+    "Records behind the end of the partition: highwater (from the worker's own fetches) minus committed offset",
+    ["partition"],
+)
 LAG_SECONDS = Gauge(
     "rating_consumer_lag_seconds",
-    "Age of the last processed record while the partition has lag, 0 when caught up",
+    "While the partition has lag, the age of the oldest record not yet committed (of the last committed one when "
+    "none is in flight); 0 when caught up",
     ["partition"],
 )
 PARTITIONS_ASSIGNED = Gauge("rating_partitions_assigned", "Input partitions this process holds")
@@ -77,10 +104,23 @@ STORE_UNTRUSTED = Gauge(
 BELOW_WATERMARK = Counter(
     "rating_games_below_watermark_total",
     "Valid input records consumed below their partition's watermark whose idempotency record was gone: "
-    "a rewind (committed offsets lost, a group renamed) that would have applied them twice",
+    "a rewind (committed offsets lost, a group renamed) that would have applied them twice; taken as duplicates",
 )
 OFFSETS_MISSING = Counter(
     "rating_partitions_started_at_watermark_total",
     "Partitions assigned with no committed offset but a watermark in Redis: started at the watermark",
 )
 BUILD = Info("rating_build", "Version of the worker")
+
+# Every label of every metric above with its values, `worker.stream.retry`'s aside (see RETRIES).
+# An Info metric's labels are the keys it is given (`worker.service.process`).
+LABEL_VALUES: dict[MetricWrapperBase, dict[str, LabelValues]] = {
+    GAMES_SKIPPED: {"reason": SKIP_REASONS},
+    DEAD_LETTERS: {"kind": DEAD_LETTER_KINDS},
+    CHANGES_PUBLISHED: {"kind": CHANGE_KINDS, "category": CATEGORIES},
+    REDIS_SECONDS: {"operation": REDIS_OPERATIONS},
+    LAG_RECORDS: {"partition": ANY_PARTITION},
+    LAG_SECONDS: {"partition": ANY_PARTITION},
+    LAST_COMMIT: {"partition": ANY_PARTITION},
+    BUILD: {"version": "the package's version", "python": "the Python version"},
+}

@@ -55,94 +55,252 @@ class RulesSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="RATING_", extra="ignore")
 
     # The fixed rating shown to unrated players; it never enters a calculation.
-    training_rating: Annotated[int, Field(ge=0, le=9999)] = 1200
+    training_rating: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=9999,
+            description="The rating shown to unrated players (the `display_*` fields); never used in a calculation. "
+            "`rate --training-rating` overrides it.",
+        ),
+    ] = 1200
     # A message larger than this is dead-lettered as too_large. 64 KiB is ~200x a real game
     # event (~300 bytes), small enough that a flood of oversized messages cannot exhaust memory.
-    max_message_bytes: Annotated[int, Field(ge=256, le=16 * 1024 * 1024)] = 65536
+    max_message_bytes: Annotated[
+        int,
+        Field(
+            ge=256,
+            le=16 * 1024 * 1024,
+            description="Larger input messages are dead-lettered as `too_large` (the value cut to this size). "
+            "A real event is ~300 bytes.",
+        ),
+    ] = 65536
 
 
 class WorkerSettings(RulesSettings):
-    """Everything `rating-worker run` (and `import`) reads. Documented in the README.
+    """Everything `rating-worker run` (and `import`) reads.
 
-    Any setting may also come from a file named after its variable (`rating_redis_password`,
-    ...) in the directory RATING_SECRETS_DIR: Kubernetes Secrets mounted as files.
+    docs/configuration.md is generated from the descriptions (`rating-worker docs`). Any setting
+    may also come from a file named after its variable (`rating_redis_password`, ...) in the
+    directory RATING_SECRETS_DIR: Kubernetes Secrets mounted as files.
     """
 
-    kafka_bootstrap_servers: str = "localhost:9092"
-    kafka_group_id: Annotated[str, Field(min_length=1)] = "rating-worker"
+    kafka_bootstrap_servers: Annotated[
+        str, Field(description="Kafka brokers, `host:port,...` (port 9092 where it is left out).")
+    ] = "localhost:9092"
+    kafka_group_id: Annotated[str, Field(min_length=1, description="Consumer group of all replicas.")] = "rating-worker"
     # Static membership (KIP-345): set it only where the name is stable across restarts
     # (a StatefulSet pod name); unset, the member is dynamic.
-    kafka_group_instance_id: str | None = None
+    kafka_group_instance_id: Annotated[
+        str | None,
+        Field(
+            description="Static membership id; set it only where it is stable across restarts (a StatefulSet pod "
+            "name). Unset, the member is dynamic."
+        ),
+    ] = None
     # A dead member's partitions move after this; 10 s is Kafka's default, short enough for
     # a quick take-over, long enough to ride out a GC pause or a slow Redis call.
-    kafka_session_timeout_ms: Annotated[int, Field(ge=1000)] = 10000
-    kafka_heartbeat_interval_ms: Annotated[int, Field(ge=100)] = 3000
+    kafka_session_timeout_ms: Annotated[
+        int, Field(ge=1000, description="A dead member's partitions move to other replicas after this.")
+    ] = 10000
+    kafka_heartbeat_interval_ms: Annotated[
+        int,
+        Field(ge=100, description="Heartbeats to the group coordinator; at most a third of the session timeout."),
+    ] = 3000
     # Security. SASL (PLAIN, SCRAM) over plaintext or TLS; TLS files are PEM paths (mounted).
-    kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-512"
-    kafka_sasl_username: str | None = None
-    kafka_sasl_password: SecretStr | None = None
-    kafka_ssl_cafile: str | None = None
-    kafka_ssl_certfile: str | None = None
-    kafka_ssl_keyfile: str | None = None
-    kafka_ssl_check_hostname: bool = True
+    kafka_security_protocol: Annotated[
+        Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+        Field(description="How the clients talk to Kafka: plaintext or TLS, with or without SASL."),
+    ] = "PLAINTEXT"
+    kafka_sasl_mechanism: Annotated[
+        Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"], Field(description="The SASL mechanism.")
+    ] = "SCRAM-SHA-512"
+    kafka_sasl_username: Annotated[
+        str | None, Field(description="SASL user name; required, with the password, by the `SASL_*` protocols.")
+    ] = None
+    kafka_sasl_password: Annotated[
+        SecretStr | None, Field(description="SASL password; required, with the user name, by the `SASL_*` protocols.")
+    ] = None
+    kafka_ssl_cafile: Annotated[
+        str | None, Field(description="PEM file of the CA that signed the brokers' certificates (TLS).")
+    ] = None
+    kafka_ssl_certfile: Annotated[str | None, Field(description="PEM file of the client certificate (mutual TLS).")] = (
+        None
+    )
+    kafka_ssl_keyfile: Annotated[
+        str | None, Field(description="PEM file of the client certificate's key (mutual TLS).")
+    ] = None
+    kafka_ssl_check_hostname: Annotated[
+        bool, Field(description="Verify the broker's host name against its certificate.")
+    ] = True
     # The largest produce request (the producer's max.request.size): output batches and dead
     # letters stay under it. 1 MiB is Kafka's default, and under its default max.message.bytes.
-    kafka_max_request_bytes: Annotated[int, Field(ge=64 * 1024, le=64 * 1024 * 1024)] = 1024 * 1024
-    topic_games: str = "arena.game.finished.v1"
-    topic_ratings: str = "arena.rating.changed.v1"
-    topic_dead_letters: str = "arena.game.finished.v1.dlq"
+    kafka_max_request_bytes: Annotated[
+        int,
+        Field(
+            ge=64 * 1024,
+            le=64 * 1024 * 1024,
+            description="The largest produce request (the producer's `max.request.size`; keep it at or under the "
+            "topics' `max.message.bytes`). Output batches stay under it and a dead letter is cut to fit it; "
+            "`RATING_MAX_MESSAGE_BYTES` must leave 16 KiB of it for a dead letter's key and headers.",
+        ),
+    ] = 1024 * 1024
+    topic_games: Annotated[str, Field(description="Input topic: the finished games.")] = "arena.game.finished.v1"
+    topic_ratings: Annotated[str, Field(description="Output topic: the rating changes.")] = "arena.rating.changed.v1"
+    topic_dead_letters: Annotated[str, Field(description="Dead-letter topic: bad input, with the reason.")] = (
+        "arena.game.finished.v1.dlq"
+    )
 
     # A secret: it may carry a password. Never logged (SecretStr hides it in reprs).
-    redis_url: SecretStr = SecretStr("redis://localhost:6379/0")
+    redis_url: Annotated[
+        SecretStr,
+        Field(
+            description="The Redis primary: `redis://[user:password@]host[:port][/db]`, `rediss://` for TLS, "
+            "`unix://` for a socket. It may hold the password."
+        ),
+    ] = SecretStr("redis://localhost:6379/0")
     # An ACL user and password (or put them in a rediss:// URL); TLS with rediss:// URLs.
-    redis_username: str | None = None
-    redis_password: SecretStr | None = None
-    redis_ssl_ca_file: str | None = None
-    redis_ssl_certfile: str | None = None
-    redis_ssl_keyfile: str | None = None
+    redis_username: Annotated[str | None, Field(description="Redis ACL user (or give it in the URL).")] = None
+    redis_password: Annotated[SecretStr | None, Field(description="Redis ACL password (or give it in the URL).")] = None
+    redis_ssl_ca_file: Annotated[
+        str | None, Field(description="TLS with a `rediss://` URL: PEM file of the CA to trust.")
+    ] = None
+    redis_ssl_certfile: Annotated[
+        str | None,
+        Field(description="TLS with a `rediss://` URL: PEM file of the client certificate (with its key file)."),
+    ] = None
+    redis_ssl_keyfile: Annotated[
+        str | None,
+        Field(
+            description="TLS with a `rediss://` URL: PEM file of the client certificate's key (with the certificate)."
+        ),
+    ] = None
     # Behind Sentinel: "host:port,host:port" of the sentinels and the monitored service name;
     # then the primary is found through them and RATING_REDIS_URL only gives db and password.
-    redis_sentinels: str | None = None
-    redis_sentinel_service: str = "mymaster"
-    redis_key_prefix: str = "rating:"
+    redis_sentinels: Annotated[
+        str | None,
+        Field(
+            description="`host:port,...` of Redis sentinels; when set, the primary is found through them "
+            "(`RATING_REDIS_URL` then gives only the database and the password). Needs `RATING_REDIS_WAIT_REPLICAS` "
+            "≥ 1 (refused at start otherwise): a failover promotes a replica, which holds only what was replicated."
+        ),
+    ] = None
+    redis_sentinel_service: Annotated[
+        str, Field(description="The service name the sentinels monitor (read only with `RATING_REDIS_SENTINELS`).")
+    ] = "mymaster"
+    redis_key_prefix: Annotated[
+        str,
+        Field(
+            description="Prefix of every key (see the Redis layout in architecture.md); not empty, and without "
+            "`*`, `?`, `[`, `]` or `\\`, which Redis reads as a key pattern."
+        ),
+    ] = "rating:"
     # Wait for this many replicas to acknowledge each state write (Redis WAIT) before
     # publishing and committing; 0 relies on the primary's own durability (appendfsync always).
-    redis_wait_replicas: Annotated[int, Field(ge=0)] = 0
-    redis_wait_timeout_ms: Annotated[int, Field(ge=1)] = 1000
+    redis_wait_replicas: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="If > 0, each state write **and each acknowledgement of a published round** waits for this "
+            "many replicas (`WAIT`) before anything further is published or committed. 0 relies on the primary's "
+            "own durability (`appendfsync always`).",
+        ),
+    ] = 0
+    redis_wait_timeout_ms: Annotated[
+        int, Field(ge=1, description="Timeout of one `WAIT`; it is repeated until enough replicas acknowledge.")
+    ] = 1000
 
     # Records fetched and applied together: one Redis read and one atomic write per batch.
     # 1000 keeps a batch's Lua script under ~10 ms of Redis time, so other replicas wait little.
-    batch_size: Annotated[int, Field(ge=1, le=20000)] = 1000
+    batch_size: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=20000,
+            description="Records fetched and applied together (one Redis read and one atomic write per batch); "
+            "also the in-flight limit: one batch is in flight at a time.",
+        ),
+    ] = 1000
     # Keep this many fetched records waiting at most (aiokafka's prefetch bounds memory).
-    max_partition_fetch_bytes: Annotated[int, Field(ge=1024)] = 1048576
+    max_partition_fetch_bytes: Annotated[
+        int, Field(ge=1024, description="Prefetch bound per partition (aiokafka's `max_partition_fetch_bytes`).")
+    ] = 1048576
     # How long the broker may hold a fetch while it has no new record (Kafka's fetch.max.wait.ms).
     # Apache Kafka answers as soon as records arrive, so this only paces an idle consumer; a
     # broker that holds every fetch to the end of the wait (tansu, the embedded broker) adds up
     # to this much latency to each game: the demo and the benchmark set 10 there.
-    kafka_fetch_max_wait_ms: Annotated[int, Field(ge=0)] = 500
+    kafka_fetch_max_wait_ms: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="How long the broker may hold a fetch with no new record (Kafka's `fetch.max.wait.ms`). "
+            "Apache Kafka answers as soon as records arrive, so it only paces an idle consumer; tansu (the embedded "
+            "broker) holds each fetch to the end of the wait, which adds up to that much latency per game, so the "
+            "demo and the benchmark set `10`.",
+        ),
+    ] = 500
 
-    idempotency_retention_seconds: Annotated[int, Field(ge=60)] = 30 * 24 * 3600
+    idempotency_retention_seconds: Annotated[
+        int, Field(ge=60, description="How long a game's idempotency record is kept (the default is 30 days).")
+    ] = 30 * 24 * 3600
     # A publication lease must outlive one delivery attempt, or two holders could interleave.
-    publication_lease_seconds: Annotated[float, Field(gt=0)] = 60.0
-    producer_delivery_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+    publication_lease_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="Lease on a rating's outbox while one process publishes it; must exceed the delivery timeout.",
+        ),
+    ] = 60.0
+    producer_delivery_timeout_seconds: Annotated[
+        float, Field(gt=0, description="One delivery attempt of a round of events.")
+    ] = 30.0
 
     # A flood of bad input raises an alarm (log + metric) above this many dead letters a minute.
-    dead_letter_alarm_per_minute: Annotated[int, Field(ge=1)] = 100
+    dead_letter_alarm_per_minute: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="More dead letters than this in a minute raise the flood alarm (an error in the log and "
+            "`rating_dead_letter_flood` at 1).",
+        ),
+    ] = 100
 
     # /livez fails when a partition with lag made no progress for this long while Kafka and
     # Redis answer. Longer than the publication lease: waiting out a dead holder's lease is
     # progress delayed, not a stall.
-    stall_seconds: Annotated[float, Field(gt=0)] = 180.0
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
-    metrics_port: Annotated[int, Field(ge=0, le=65535)] = 9400
+    stall_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="`/livez` fails when a partition with lag made no progress this long while Kafka and Redis "
+            "answer; must exceed the publication lease.",
+        ),
+    ] = 180.0
+    log_level: Annotated[
+        Literal["debug", "info", "warning", "error"],
+        Field(description="Least severe level logged; JSON lines, plain text on a terminal."),
+    ] = "info"
+    metrics_port: Annotated[
+        int, Field(ge=0, le=65535, description="Port of `/metrics`, `/livez` and `/readyz`; `0` disables the server.")
+    ] = 9400
     # Drain budget on SIGTERM; the pod's terminationGracePeriodSeconds must be longer (by 5 s,
     # the bound of closing the clients).
-    shutdown_grace_seconds: Annotated[float, Field(gt=0)] = 25.0
+    shutdown_grace_seconds: Annotated[
+        float,
+        Field(gt=0, description="Drain budget on SIGTERM; closing the clients takes at most 5 s more."),
+    ] = 25.0
     # How long a one-shot command (import, restore, rebuild, switch-over, topics) retries an
     # unreachable Kafka or Redis before it gives up (status 1). A minute rides out a restart or
     # a failover; the long-running worker retries for ever instead.
-    command_retry_seconds: Annotated[float, Field(gt=0)] = 60.0
+    command_retry_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="How long a one-shot command (`import`, `restore`, `rebuild`, `switch-over`, `topics`) "
+            "retries an unreachable Kafka or Redis before it gives up with one line and status 1 (`run` retries for "
+            "ever).",
+        ),
+    ] = 60.0
 
     @field_validator("kafka_bootstrap_servers")
     @classmethod

@@ -1,4 +1,4 @@
-"""Every Redis key the worker uses, in one place (documented in the README, "Redis layout").
+"""Every Redis key the worker uses, in one place (documented in docs/architecture.md, "Redis layout").
 
 `{prefix}` is RATING_REDIS_KEY_PREFIX; `{rating}` is `{player_id}/{category}`. Ids cannot
 contain ":" or "/", so no key of one kind can collide with another or with another rating.

@@ -1,0 +1,247 @@
+"""The documentation against the code: the generated pages, the ConfigMap, the contract's
+example, the runbooks, the README's layout and commands, and links that stay in the repository."""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+import yaml
+from prometheus_client import Counter
+from pydantic import Field
+
+from worker import docs, metrics
+from worker.cli import build_parser, main
+from worker.docs import CONFIGMAP, CONFIGURATION, METRICS, ROOT
+from worker.engine.decoder import ErrorKind
+from worker.rules.categories import Category
+from worker.rules.system import Kind, Skip
+from worker.settings import WorkerSettings
+from worker.stream.retry import OPERATIONS
+
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.rglob("*.md"))]
+FENCE = re.compile(r"^```(\S*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def copy_of_the_checked_files(root: Path) -> Path:
+    for path in (CONFIGURATION, METRICS, CONFIGMAP):
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / path, root / path)
+    return root
+
+
+def base_configmap() -> dict[str, Any]:
+    return docs.read_configmap(ROOT / CONFIGMAP)
+
+
+# --- the generated pages
+
+
+def test_the_committed_pages_and_the_configmap_are_not_stale() -> None:
+    assert docs.check() == []
+    assert main(["docs", "--check"]) == 0
+
+
+def test_a_changed_setting_description_makes_the_configuration_page_stale() -> None:
+    class Changed(WorkerSettings):
+        batch_size: Annotated[int, Field(ge=1, le=20000, description="Something else.")] = 1000
+
+    assert docs.stale_pages(ROOT, Changed) == [CONFIGURATION]
+    assert "| `RATING_BATCH_SIZE` | `1000` | Something else. From 1 to 20000. |" in docs.render_configuration(Changed)
+
+
+def test_a_changed_metric_help_makes_the_metrics_page_stale(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metrics.IN_FLIGHT, "_documentation", "Games somewhere")
+    assert docs.stale_pages(ROOT) == [METRICS]
+
+
+def test_an_edited_or_missing_page_is_reported_and_rewritten(tmp_path: Path) -> None:
+    root = copy_of_the_checked_files(tmp_path)
+    page = root / METRICS
+    page.write_text(page.read_text(encoding="utf-8").replace("Games fetched", "Games taken"), encoding="utf-8")
+    (root / CONFIGURATION).unlink()
+    assert docs.check(root) == [
+        f"stale: {CONFIGURATION} (run: rating-worker docs)",
+        f"stale: {METRICS} (run: rating-worker docs)",
+    ]
+    assert docs.write(root) == [CONFIGURATION, METRICS]
+    assert docs.check(root) == []
+
+
+def test_every_setting_is_described() -> None:
+    undescribed = [name for name, field in WorkerSettings.model_fields.items() if not field.description]
+    assert undescribed == []
+    page = (ROOT / CONFIGURATION).read_text(encoding="utf-8")
+    for name in WorkerSettings.model_fields:
+        assert f"| `{docs.variable(name)}` |" in page
+
+
+def test_the_secrets_are_the_three_secret_settings() -> None:
+    secrets = {docs.variable(n) for n, f in WorkerSettings.model_fields.items() if docs.is_secret(f)}
+    assert secrets == {"RATING_REDIS_URL", "RATING_REDIS_PASSWORD", "RATING_KAFKA_SASL_PASSWORD"}
+
+
+def test_every_label_declares_the_values_the_code_produces() -> None:
+    values = docs.label_values()
+    assert docs.label_problems(docs.metrics_of(), values) == []
+    assert values[metrics.GAMES_SKIPPED] == {"reason": tuple(s.value for s in Skip)}
+    assert values[metrics.DEAD_LETTERS] == {"kind": tuple(k.value for k in ErrorKind)}
+    assert values[metrics.CHANGES_PUBLISHED] == {
+        "kind": tuple(k.value for k in Kind),
+        "category": tuple(c.value for c in Category),
+    }
+    assert values[metrics.RETRIES] == {"operation": tuple(op.label for op in OPERATIONS)}
+    assert values[metrics.REDIS_SECONDS] == {"operation": ("read", "apply", "ack")}
+    page = (ROOT / METRICS).read_text(encoding="utf-8")
+    for metric in docs.metrics_of():
+        assert f"| `{docs.exposed_name(metric)}` |" in page
+
+
+def test_a_label_without_values_is_reported() -> None:
+    counter = Counter("rating_example_total", "An example", ["colour"], registry=None)
+    assert docs.label_problems([counter], {}) == ["rating_example_total: label colour declares no values"]
+    assert docs.label_problems([counter], {counter: {"shade": ("dark",)}}) == [
+        "rating_example_total: label colour declares no values",
+        "rating_example_total: values declared for no label shade",
+    ]
+
+
+# --- the ConfigMap
+
+
+def test_the_configmap_check_catches_a_missing_setting() -> None:
+    data = base_configmap()
+    del data["RATING_BATCH_SIZE"]
+    assert docs.configmap_problems(data) == ["RATING_BATCH_SIZE: missing (its default: '1000')"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        ("RATING_BATCH_SIZE", "500", "RATING_BATCH_SIZE: '500', but its default is '1000'"),
+        ("RATING_BATCH_SIZE", "many", "RATING_BATCH_SIZE: 'many' is not a valid value"),
+        ("RATING_BATCH_SIZE", 1000, "RATING_BATCH_SIZE: 1000 is not a string (quote it)"),
+        ("RATING_REDIS_URL", "redis://r:6379/0", "RATING_REDIS_URL: a secret, which belongs in the Secret "),
+        ("RATING_NO_SUCH_THING", "1", "RATING_NO_SUCH_THING: not a setting of the worker"),
+        ("RATING_REDIS_SENTINELS", "s:26379", "RATING_REDIS_SENTINELS: unset by default, so not in the base"),
+        ("RATING_REDIS_SENTINEL_SERVICE", "mymaster", "RATING_REDIS_SENTINEL_SERVICE: unset by default"),
+        ("RATING_KAFKA_BOOTSTRAP_SERVERS", "localhost:9092", "RATING_KAFKA_BOOTSTRAP_SERVERS: 'localhost:9092', but"),
+    ],
+)
+def test_the_configmap_check_catches_a_wrong_entry(key: str, value: object, problem: str) -> None:
+    data = {**base_configmap(), key: value}
+    (found,) = docs.configmap_problems(data)
+    assert found.startswith(problem)
+
+
+def test_the_configmap_check_reads_values_as_the_settings_do() -> None:
+    data = {**base_configmap(), "RATING_PUBLICATION_LEASE_SECONDS": "60.0", "RATING_KAFKA_SSL_CHECK_HOSTNAME": "True"}
+    assert docs.configmap_problems(data) == []
+
+
+def test_check_reports_the_configmap_with_its_path(tmp_path: Path) -> None:
+    root = copy_of_the_checked_files(tmp_path)
+    configmap = root / CONFIGMAP
+    lines = configmap.read_text(encoding="utf-8").splitlines(keepends=True)
+    configmap.write_text("".join(line for line in lines if "RATING_STALL_SECONDS" not in line), encoding="utf-8")
+    assert docs.check(root) == [f"{CONFIGMAP}: RATING_STALL_SECONDS: missing (its default: '180')"]
+
+
+# --- the hand-written pages against the code
+
+
+def section(text: str, heading: str) -> str:
+    start = text.index(f"\n{heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end > 0 else len(text)]
+
+
+def test_the_contract_example_is_what_rate_writes(tmp_path: Path) -> None:
+    example = section((DOCS / "contract.md").read_text(encoding="utf-8"), "## An example")
+    (seed, game, command, output) = FENCE.findall(example)
+    assert [seed[0], game[0], command[0], output[0]] == ["csv", "json", "sh", "json"]
+    assert command[1] == ".venv/bin/rating-worker rate games.jsonl --seed seed.csv\n"
+    (tmp_path / "seed.csv").write_text(seed[1], encoding="utf-8")
+    (tmp_path / "games.jsonl").write_text(game[1], encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "worker", "rate", "games.jsonl", "--seed", "seed.csv"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.decode() == output[1]
+
+
+def test_every_alert_has_a_runbook_with_its_expression() -> None:
+    rules = yaml.safe_load((ROOT / "deploy/k8s/base/prometheusrule.yaml").read_text(encoding="utf-8"))
+    alerts = {rule["alert"]: rule["expr"] for group in rules["spec"]["groups"] for rule in group["rules"]}
+    assert {page.stem for page in (DOCS / "runbooks").glob("*.md")} == set(alerts)
+    operations = (DOCS / "operations.md").read_text(encoding="utf-8")
+    for alert, expr in alerts.items():
+        runbook = (DOCS / "runbooks" / f"{alert}.md").read_text(encoding="utf-8")
+        assert f"```promql\n{expr}\n```" in runbook
+        assert f"| [`{alert}`](runbooks/{alert}.md) |" in operations
+
+
+def test_the_readme_layout_tree_is_the_real_one() -> None:
+    (tree,) = [body for lang, body in FENCE.findall(README.read_text(encoding="utf-8")) if body.startswith("worker/")]
+    named = set()
+    for line in tree.splitlines():
+        match = re.match(r"^[├└]── (?:(\w+)/\s+)?(.*)$", line)
+        if match:
+            folder = f"worker/{match[1]}/" if match[1] else "worker/"
+            named |= {folder + name for name in re.findall(r"[\w]+\.py", match[2])}
+    assert named == {str(p.relative_to(ROOT)) for p in (ROOT / "worker").rglob("*.py")}
+
+
+def test_the_readme_has_a_line_for_every_command() -> None:
+    parser = build_parser()
+    (commands,) = [a.choices for a in parser._actions if isinstance(a.choices, dict)]
+    readme = README.read_text(encoding="utf-8")
+    for name in commands:
+        assert re.search(rf"^\| `{re.escape(name)}[ `]", readme, re.MULTILINE), name
+
+
+# --- links and paths
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for heading in re.findall(r"^#+ (.*)$", text, re.MULTILINE):
+        anchor, n = slug(heading), 1
+        while anchor in found:
+            anchor, n = f"{slug(heading)}-{n}", n + 1
+        found.add(anchor)
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_links_stay_in_the_repository_and_resolve(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    assert "../shared" not in text
+    for target in re.findall(r"\]\(([^)\s]+)\)", FENCE.sub("", text)):
+        assert "://" not in target, f"{target}: a link outside the repository"
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.is_relative_to(ROOT) and linked.exists(), target
+        if anchor:
+            assert anchor in anchors(linked), target
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_paths_the_pages_name_exist(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    for path in re.findall(r"`((?:worker|schemas|tests|bench|deploy|samples|docs)/[^`\s]*)`", text):
+        assert list(ROOT.glob(path)), path
