@@ -243,3 +243,21 @@ async def _half_published(stack: Stack) -> None:
     assert done.returncode == 0, done.stderr
     assert b"partial: g2: d/blitz has no event on the topic" in done.stderr
     assert b"partial: g1" not in done.stderr  # both of g1's events are there
+
+
+def test_restore_does_not_bring_back_a_rating_erased_by_a_tombstone(stack: Stack) -> None:
+    asyncio.run(_erased(stack))
+
+
+async def _erased(stack: Stack) -> None:
+    from tests.integration.kafka_io import produce  # noqa: PLC0415
+
+    await seeded_and_played(stack, [game_line("g1", "a", "b")])
+    # A privacy request erased a/blitz: a tombstone on its key (after its events, in its partition).
+    await produce(stack.broker.bootstrap, stack.ratings_topic, [None], [b"a/blitz"])  # type: ignore[list-item]
+    r = redis.Redis.from_url(stack.redis.url)
+    r.flushall()
+    done = restore(stack)
+    assert done.returncode == 0, done.stderr
+    assert r.get("rating:s:a/blitz") is None
+    assert r.get("rating:s:b/blitz") is not None

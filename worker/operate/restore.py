@@ -109,6 +109,11 @@ class Changelog:
             seen.add(key)
             self.pairs[event.game_id] = (wanted, seen, max(newest, timestamp_ms))
 
+    def erase(self, key: str) -> None:
+        """A tombstone on `key`: forget what came before it in its partition (a later game of
+        that player starts him afresh, at seq 1)."""
+        self.latest.pop(key, None)
+
     def partial_games(self, now_ms: int) -> list[str]:
         """Games that changed two ratings but have one event on the topic, too recent for
         compaction to have removed the other: the other was lost before publication."""
@@ -127,6 +132,8 @@ async def read_changelog(settings: WorkerSettings, progress: Callable[[int], Non
             log_.records += 1
             if record.value is not None:
                 log_.add(RatingChanged.model_validate_json(record.value), record.timestamp)
+            elif record.key is not None:  # a tombstone: the rating was erased, its events before it too
+                log_.erase(record.key.decode())
         progress(log_.records)
     return log_
 
