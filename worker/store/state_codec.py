@@ -6,7 +6,7 @@ check-and-set script reads the version with one pattern match.
 """
 
 from worker.rules.hundredths import Hundredths
-from worker.rules.state import QualifyingGame, RatingState
+from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 
 
 def encode_state(state: RatingState) -> bytes:
@@ -31,7 +31,7 @@ def decode_state(value: bytes | str) -> RatingState:
 class RatingStateCodec:
     """The arena's `RatingState` as the store keeps it (`worker.store.protocol.StateCodec`)."""
 
-    unseen = RatingState()
+    unseen = UNSEEN  # the rules' own value, so that `is UNSEEN` holds for a state never stored
 
     def encode(self, state: RatingState) -> bytes:
         return encode_state(state)
