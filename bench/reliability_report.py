@@ -2,11 +2,11 @@
 
     .venv/bin/python bench/reliability_report.py [--keep report.jsonl] [-- extra pytest args]
 
-Runs `pytest -m faults` on tests/integration/test_faults.py, tests/integration/test_replicas.py
-(the SIGKILL-under-load test) and the hardening tests (test_failover.py, test_watermarks.py,
-test_stopping.py), then tests/integration/test_restore.py if present, with
+Runs `pytest -m faults` on tests/faults/ (faults under load in test_faults.py, the
+SIGKILL-under-load test in test_sigkill.py and the hardening tests: test_failover.py,
+test_watermarks.py, test_stopping.py), then tests/integration/operate/test_restore.py, with
 RATING_FAULT_REPORT naming a file to which each fault test appends one JSON line
-(tests/integration/fault_report.py). Prints a table of those lines joined with each test's
+(tests/faults/fault_report.py). Prints a table of those lines joined with each test's
 outcome and duration (from pytest's JUnit XML); tests that wrote no line (the restore test,
 a test that failed before its accounting) are listed with their outcome only.
 
@@ -31,17 +31,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-FAULTS = [
-    "tests/integration/test_faults.py",
-    "tests/integration/test_replicas.py",
-    # The hardening cases of issue 10: failovers and restarts that lose writes, rewound
-    # groups, stops with the dependencies away. They write no report line of their own.
-    "tests/integration/test_failover.py",
-    "tests/integration/test_watermarks.py",
-    "tests/integration/test_stopping.py",
-]
-RESTORE = "tests/integration/test_restore.py"
-REPORT_ENV = "RATING_FAULT_REPORT"  # as in tests/integration/fault_report.py
+# Faults under load, SIGKILLs, and the hardening cases of issue 10 (failovers and restarts that
+# lose writes, rewound groups, stops with the dependencies away; these write no report line).
+FAULTS = ["tests/faults"]
+RESTORE = "tests/integration/operate/test_restore.py"
+REPORT_ENV = "RATING_FAULT_REPORT"  # as in tests/faults/fault_report.py
 
 
 @dataclass

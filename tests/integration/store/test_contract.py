@@ -6,6 +6,7 @@ acknowledgements, lease expiry. Two stores on one backend play two worker proces
 memory backend's clock is the test's; Redis's leases expire in real time (short ones).
 """
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from tests.integration.test_store import ENGINE, game_write, make_game, rating, seed_write
-from worker.embedded.stack import RedisServer
+from tests.support.games import ENGINE, game_write, make_game, rating, seed_write
+from tests.support.processes import Processes
 from worker.engine.engine import RESTORED, facts_digest
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.state import UNSEEN, RatingState
@@ -42,7 +43,7 @@ class Clock:
 
 
 @pytest.fixture(params=["memory", "redis"])
-async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+async def backend(request: pytest.FixtureRequest, tmp_path: Path, processes: Processes) -> AsyncIterator[Backend]:
     if request.param == "memory":
         clock = Clock()
         shared: MemoryBackend[RatingState] = MemoryBackend(UNSEEN, clock=clock)
@@ -52,7 +53,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
 
         yield Backend(lambda token: MemoryStore(shared, token, LEASE), tick)
         return
-    server = RedisServer(directory=tmp_path).start()
+    server = processes.redis(tmp_path)  # killed by the fixture `processes`
     clients: list[Redis] = []
 
     def store(token: str) -> Store[RatingState]:
@@ -60,17 +61,11 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         clients.append(client)
         return RedisStore(client, PREFIX, token, LEASE, 3600)
 
-    async def sleep(seconds: float) -> None:
-        import asyncio  # noqa: PLC0415
-
-        await asyncio.sleep(seconds)
-
     try:
-        yield Backend(store, sleep)
+        yield Backend(store, asyncio.sleep)
     finally:
         for client in clients:
             await client.aclose()
-        server.kill()
 
 
 async def seeded(store: Store[RatingState], players: dict[str, int]) -> dict[str, RatingState]:

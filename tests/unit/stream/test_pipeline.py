@@ -6,18 +6,14 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 
-from tests.integration.test_store import make_game, rating, seed_write
-from worker.engine.engine import Engine
+from tests.support.games import ENGINE, make_game, rating, seed_write
 from worker.engine.schedule import Item
 from worker.replay.memory_store import MemoryBackend, MemoryStore
-from worker.rules.arena import ArenaRules
-from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN, RatingState
 from worker.store.protocol import Write
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
 
-ENGINE = Engine(ArenaRules(), training_rating=Points(1200))
 LEASE = 60.0
 
 
