@@ -17,7 +17,7 @@ from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.state import UNSEEN
-from worker.store.protocol import Write
+from worker.store.protocol import StateWrite, Write
 from worker.store.redis_store import RedisStore
 
 CHUNK = 1000
@@ -42,7 +42,7 @@ async def measure(ratings: int, games: int) -> None:
                 row = SeedRow(f"p{i:07d}", Category.BLITZ, Hundredths(150000 + i % 90000), 40)
                 update = engine.seed(row, UNSEEN).update
                 assert update is not None
-                items.append(Write("", b"", ((row.key, 0),), ((row.key, update.state, update.payload),)))
+                items.append(Write("", b"", ((row.key, 0),), (StateWrite(row.key, update.state, update.payload),)))
             _, claimed = await store.apply(items)
             await store.ack({k: head for k, (head,) in claimed.outboxes.items()})
         after_ratings = await used(redis)

@@ -14,7 +14,7 @@ from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.state import UNSEEN, RatingState
-from worker.store.protocol import Write
+from worker.store.protocol import StateWrite, Write
 
 BLITZ = Category.BLITZ
 ENGINE = Engine(ArenaRules(), training_rating=Points(1200))
@@ -49,7 +49,7 @@ def seed_write(player: str, hundredths: int, current: RatingState = UNSEEN) -> t
     outcome = ENGINE.seed(SeedRow(player, BLITZ, Hundredths(hundredths), 40), current, force=True)
     assert outcome.update is not None
     u = outcome.update
-    return Write("", b"", ((u.key, current.seq),), ((u.key, u.state, u.payload),)), u
+    return Write("", b"", ((u.key, current.seq),), (StateWrite(u.key, u.state, u.payload),)), u
 
 
 def game_write(game: GameFinished, states: Mapping[str, RatingState]) -> tuple[Write[RatingState], tuple[Update, ...]]:
@@ -59,8 +59,7 @@ def game_write(game: GameFinished, states: Mapping[str, RatingState]) -> tuple[W
     outcome = ENGINE.apply(game, {r: states.get(r, UNSEEN) for r in ratings}, None)
     assert outcome.verdict is Verdict.APPLIED, outcome
     reads = tuple((r, states.get(r, UNSEEN).seq) for r in ratings)
-    writes = tuple((u.key, u.state, u.payload) for u in outcome.updates)
-    return Write(game.game_id, outcome.digest, reads, writes), outcome.updates
+    return Write(game.game_id, outcome.digest, reads, outcome.updates), outcome.updates
 
 
 def keyed(lines: list[bytes]) -> list[bytes | None]:

@@ -9,6 +9,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from schemas.game_finished import GameFinished
 from worker.engine.events import RatingEvent, encode, rating_key
@@ -30,8 +31,7 @@ class Verdict(StrEnum):
     CONFLICT = "conflicting_duplicate"  # already recorded with other facts: dead-letter it
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
+class Update(NamedTuple):
     """One rating's new state and the event that announces it, encoded once for good."""
 
     key: str
@@ -40,8 +40,7 @@ class Update:
     payload: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class GameOutcome:
+class GameOutcome(NamedTuple):
     verdict: Verdict
     digest: bytes  # the game's facts digest: its idempotency record, stored unless already known
     skip: Skip | None = None
@@ -69,8 +68,7 @@ class SeedVerdict(StrEnum):
     MOVED = "moved"  # the rating changed since the seq the row expected (switch-over): not imported
 
 
-@dataclass(frozen=True, slots=True)
-class SeedOutcome:
+class SeedOutcome(NamedTuple):
     verdict: SeedVerdict
     update: Update | None = None
 
@@ -88,6 +86,11 @@ def facts_digest(game: GameFinished) -> bytes:
     return hashlib.blake2b(facts.encode(), digest_size=8).digest()
 
 
+# A game's category (or why it changes nothing) and the keys of the two ratings it reads (None
+# when it reads none).
+Classification = tuple[Category | Skip, tuple[str, str] | None]
+
+
 class Engine:
     def __init__(self, rules: RatingSystem, training_rating: Points) -> None:
         self.rules = rules
@@ -95,21 +98,33 @@ class Engine:
 
     def ratings_read(self, game: GameFinished) -> tuple[str, str] | None:
         """The keys of the two ratings `apply` reads for this game, or None if it reads none."""
+        return self.classify(game)[1]
+
+    def classify(self, game: GameFinished) -> Classification:
+        """The game's category (or why it changes nothing) and the keys of the ratings it reads."""
         category = self.rules.category(game)
         if isinstance(category, Skip):
-            return None
-        return rating_key(game.white_id, category), rating_key(game.black_id, category)
+            return category, None
+        return category, (rating_key(game.white_id, category), rating_key(game.black_id, category))
 
-    def apply(self, game: GameFinished, states: Mapping[str, RatingState], known: bytes | None) -> GameOutcome:
-        """What `game` does, given the states of `ratings_read(game)` and its recorded digest if any."""
+    def apply(
+        self,
+        game: GameFinished,
+        states: Mapping[str, RatingState],
+        known: bytes | None,
+        classified: Classification | None = None,
+    ) -> GameOutcome:
+        """What `game` does, given the states of `ratings_read(game)` and its recorded digest if
+        any (`classified`: the game's `classify`, if the caller has it already)."""
         digest = facts_digest(game)
         if known is not None:
             verdict = Verdict.DUPLICATE if known in (digest, RESTORED) else Verdict.CONFLICT
             return GameOutcome(verdict, digest, Skip.DUPLICATE if verdict is Verdict.DUPLICATE else None)
-        category = self.rules.category(game)
+        category, keys = self.classify(game) if classified is None else classified
         if isinstance(category, Skip):
             return GameOutcome(Verdict.SKIPPED, digest, category)
-        white_key, black_key = rating_key(game.white_id, category), rating_key(game.black_id, category)
+        assert keys is not None  # a counted game reads two ratings
+        white_key, black_key = keys
         white, black = states.get(white_key, UNSEEN), states.get(black_key, UNSEEN)
         pairing = Pairing(game.game_id, game.white_id, game.black_id, _WHITE_SCORE[game.result])
         rated = self.rules.rate(pairing, category, white, black)

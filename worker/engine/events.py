@@ -4,8 +4,8 @@ Compact UTF-8 JSON, keys in the contract's order, ratings with exactly two decim
 is encoded once; a re-publication sends the stored bytes, never a re-encoding.
 """
 
-from dataclasses import dataclass
 from json.encoder import encode_basestring  # C-accelerated; keeps non-ASCII as UTF-8
+from typing import NamedTuple
 
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points, format_fixed2
@@ -23,8 +23,7 @@ def rating_key(player_id: str, category: Category) -> str:
     return f"{player_id}/{category}"
 
 
-@dataclass(frozen=True, slots=True)
-class RatingEvent:
+class RatingEvent(NamedTuple):
     """One change of one rating. Numbers are hundredths; `seq` is `state.seq`."""
 
     event_id: str
@@ -73,14 +72,6 @@ def _fixed2(value: Hundredths | None) -> str:
     return "null" if value is None else format_fixed2(value)
 
 
-def _int(value: int | None) -> str:
-    return "null" if value is None else str(value)
-
-
-def _score(value: Hundredths | None) -> str:
-    return "null" if value is None else _SCORES[value]
-
-
 def encode_state(state: RatingState) -> str:
     qualifying = ",".join(
         f'{{"game_id":"{q.game_id}","opponent_id":"{q.opponent_id}",'
@@ -96,13 +87,18 @@ def encode_state(state: RatingState) -> str:
 
 def encode(event: RatingEvent) -> bytes:
     """The event's value bytes: compact JSON, keys in the order of the contract's table."""
+    # The hot path of every game: the nullable fields are written inline, not through helpers.
+    before, after = event.rating_before, event.rating_after
+    delta = "null" if before is None or after is None else format_fixed2(Hundredths(after - before))
     return (
         f'{{"event_id":"{event.event_id}","game_id":{_id(event.game_id)},'
         f'"source_event_id":{_string(event.source_event_id)},"player_id":"{event.player_id}",'
         f'"opponent_id":{_id(event.opponent_id)},"category":"{event.category}","kind":"{event.kind}",'
-        f'"score":{_score(event.score)},"rating_before":{_fixed2(event.rating_before)},'
-        f'"rating_after":{_fixed2(event.rating_after)},"display_before":{event.display_before},'
-        f'"display_after":{event.display_after},"delta":{_fixed2(event.delta)},'
-        f'"k_factor":{_int(event.k_factor)},"expected_score":{_fixed2(event.expected_score)},'
-        f'"seq":{event.seq},"state":{encode_state(event.state)},"finished_at":{_id(event.finished_at)}}}'
+        f'"score":{"null" if event.score is None else _SCORES[event.score]},'
+        f'"rating_before":{"null" if before is None else format_fixed2(before)},'
+        f'"rating_after":{"null" if after is None else format_fixed2(after)},'
+        f'"display_before":{event.display_before},"display_after":{event.display_after},"delta":{delta},'
+        f'"k_factor":{"null" if event.k_factor is None else event.k_factor},'
+        f'"expected_score":{_fixed2(event.expected_score)},'
+        f'"seq":{event.state.seq},"state":{encode_state(event.state)},"finished_at":{_id(event.finished_at)}}}'
     ).encode()

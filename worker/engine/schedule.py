@@ -11,10 +11,20 @@ that publishes nothing itself (the offline replay, the rebuild); the streaming w
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from schemas.game_finished import GameFinished
-from worker.engine.engine import RESTORED, Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Update, Verdict
+from worker.engine.engine import (
+    RESTORED,
+    Classification,
+    Engine,
+    GameOutcome,
+    SeedOutcome,
+    SeedRow,
+    SeedVerdict,
+    Update,
+    Verdict,
+)
 from worker.rules.state import UNSEEN, RatingState
 from worker.store.protocol import Snapshot, StateStore, Write
 
@@ -41,9 +51,9 @@ class Replayed:
 Item = GameFinished | SeedItem | Replayed
 
 
-@dataclass(frozen=True, slots=True)
-class Planned:
-    """An item with what the engine decided and what the store must check and write."""
+class Planned(NamedTuple):
+    """An item with what the engine decided and what the store must check and write (a named
+    tuple: one is made per game)."""
 
     item: Item
     outcome: GameOutcome | SeedOutcome
@@ -59,48 +69,61 @@ def game_of(item: Item) -> GameFinished | None:
 
 
 def ratings_read(engine: Engine, item: Item) -> tuple[str, ...]:
+    return classify(engine, item)[1]
+
+
+# A game's `Engine.classify` (None for a seeding row) and the ratings the item reads.
+Classified = tuple[Classification | None, tuple[str, ...]]
+
+
+def classify(engine: Engine, item: Item) -> Classified:
     if isinstance(item, SeedItem):
-        return (item.row.key,)
-    game = item.game if isinstance(item, Replayed) else item
-    return engine.ratings_read(game) or ()
+        return None, (item.row.key,)
+    classification = engine.classify(item.game if isinstance(item, Replayed) else item)
+    return classification, classification[1] or ()
 
 
-def plan(engine: Engine, items: Sequence[Item], snapshot: Snapshot[RatingState]) -> list[Planned]:
+def plan(
+    engine: Engine,
+    items: Sequence[Item],
+    snapshot: Snapshot[RatingState],
+    classified: Sequence[Classified] | None = None,
+) -> list[Planned]:
+    """The engine's calls over `snapshot`, item after item, each seeing what the earlier produced
+    (`classified`: each item's `classify`, if the caller computed it for the read already)."""
+    if classified is None:
+        classified = [classify(engine, item) for item in items]
     states: dict[str, RatingState] = dict(snapshot.states)
     records: dict[str, bytes] = dict(snapshot.records)
     planned = []
-    for item in items:
-        ratings = ratings_read(engine, item)
-        reads = tuple((r, states.get(r, UNSEEN).seq) for r in ratings)
+    for item, (classification, ratings) in zip(items, classified, strict=True):
+        reads = tuple([(r, states.get(r, UNSEEN).seq) for r in ratings])
         forgotten = False
-        if isinstance(item, SeedItem):
+        if type(item) is SeedItem:
             current = states.get(item.row.key, UNSEEN)
             if item.expected_seq is not None and current.seq != item.expected_seq:
                 seeded = SeedOutcome(SeedVerdict.MOVED)
             else:
                 seeded = engine.seed(item.row, current, item.force)
             updates: tuple[Update, ...] = () if seeded.update is None else (seeded.update,)
-            write = Write("", b"", reads, _writes(updates)) if updates else None
+            write = Write("", b"", reads, updates) if updates else None
             outcome: GameOutcome | SeedOutcome = seeded
         else:
-            game = item.game if isinstance(item, Replayed) else item
+            game = item.game if type(item) is Replayed else item
+            assert isinstance(game, GameFinished)
             known = records.get(game.game_id)
-            if known is None and isinstance(item, Replayed):
+            if known is None and type(item) is Replayed:
                 known, forgotten = RESTORED, True
-            outcome = engine.apply(game, {r: states.get(r, UNSEEN) for r in ratings}, known)
+            outcome = engine.apply(game, states, known, classification)  # it reads the states of `ratings` only
             updates = outcome.updates
-            recorded = outcome.verdict in (Verdict.APPLIED, Verdict.SKIPPED)
-            write = Write(game.game_id, outcome.digest, reads, _writes(updates)) if recorded else None
+            recorded = outcome.verdict is Verdict.APPLIED or outcome.verdict is Verdict.SKIPPED
+            write = Write(game.game_id, outcome.digest, reads, updates) if recorded else None
             if recorded:
                 records[game.game_id] = outcome.digest
         for update in updates:
             states[update.key] = update.state
         planned.append(Planned(item, outcome, write, ratings, forgotten))
     return planned
-
-
-def _writes(updates: Sequence[Update]) -> tuple[tuple[str, RatingState, bytes], ...]:
-    return tuple((u.key, u.state, u.payload) for u in updates)
 
 
 async def apply_in_order(engine: Engine, store: StateStore[RatingState], items: Sequence[Item]) -> list[Planned]:
@@ -111,10 +134,13 @@ async def apply_in_order(engine: Engine, store: StateStore[RatingState], items: 
     pending = list(range(len(items)))
     while pending:
         batch = [items[i] for i in pending]
-        ratings = sorted({r for item in batch for r in ratings_read(engine, item)})
-        game_ids = sorted({g.game_id for g in map(game_of, batch) if g is not None})
-        planned = plan(engine, batch, await store.read(ratings, game_ids))
+        classified = [classify(engine, item) for item in batch]
+        ratings = list({r: None for _, keys in classified for r in keys})
+        game_ids = list({g.game_id: None for g in map(game_of, batch) if g is not None})
+        planned = plan(engine, batch, await store.read(ratings, game_ids), classified)
         applied, _ = await store.apply([p.write for p in planned if p.write is not None])
+        if all(applied) and len(pending) == len(items):  # as it is with a single writer
+            return planned
         pending = unapplied(pending, planned, applied, final)
     return [p for p in final if p is not None]
 

@@ -69,14 +69,19 @@ class MemoryStore(Generic[S]):
         self.backend = backend
         self.token = token
         self.lease_seconds = lease_seconds
+        self._keys: dict[str, int] = {}  # the last read's game keys (16-byte digests of the ids)
 
     async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot[S]:
         b = self.backend
-        states = {r: b.states.get(r, b.unseen) for r in ratings}
-        unconfirmed = {r: len(b.outboxes.get(r, ())) for r in ratings}
+        get, unseen = b.states.get, b.unseen
+        states = {r: get(r, unseen) for r in ratings}
+        outboxes = b.outboxes
+        unconfirmed = {r: len(outboxes[r]) if r in outboxes else 0 for r in ratings}
         records = {}
-        for game_id in game_ids:
-            recorded = b.games.get(_game_key(game_id))
+        games = b.games
+        self._keys = keyed = {game_id: _game_key(game_id) for game_id in game_ids}  # for the apply that follows
+        for game_id, game_key in keyed.items():
+            recorded = games.get(game_key)
             if recorded is not None:
                 records[game_id] = _digest(recorded)
         return Snapshot(states, unconfirmed, records)
@@ -85,25 +90,32 @@ class MemoryStore(Generic[S]):
         self, items: Sequence[Write[S]], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
     ) -> tuple[list[bool], Claimed]:
         b = self.backend
+        states, games, unseen, keep = b.states, b.games, b.unseen, b.keep_outboxes
+        keyed = self._keys
         tainted: set[str] = set()
         touched: dict[str, None] = {}  # in the order first touched
         results = []
         for item in items:
-            ok = all(r not in tainted and b.states.get(r, b.unseen).seq == seq for r, seq in item.reads)
-            game_key = _game_key(item.game_id) if item.game_id else None
-            if ok and game_key is not None and game_key in b.games:
+            ok = True
+            for r, seq in item.reads:
+                if r in tainted or states.get(r, unseen).seq != seq:
+                    ok = False
+                    break
+            game_id = item.game_id
+            game_key = (keyed.get(game_id) or _game_key(game_id)) if game_id else None
+            if ok and game_key is not None and game_key in games:
                 ok = False
             if not ok:
                 tainted.update(r for r, _ in item.reads)
                 results.append(False)
                 continue
-            for rating, state, payload in item.writes:
-                b.states[rating] = state
-                if b.keep_outboxes:
-                    b.outboxes.setdefault(rating, []).append(payload)
-                    touched[rating] = None
+            for w in item.writes:
+                states[w.key] = w.state
+                if keep:
+                    b.outboxes.setdefault(w.key, []).append(w.payload)
+                    touched[w.key] = None
             if game_key is not None:
-                b.games[game_key] = int.from_bytes(item.digest) if item.digest != RESTORED else _RESTORED
+                games[game_key] = int.from_bytes(item.digest) if item.digest != RESTORED else _RESTORED
             results.append(True)
         if all(results):
             for mark in marks:

@@ -7,9 +7,11 @@ and dead letters are written in the order of its lines. Streams its input: memor
 the ratings and the distinct games seen (see `MemoryBackend`), never with the file size.
 """
 
+import gc
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import BinaryIO, TextIO
 
@@ -21,9 +23,16 @@ from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.replay.progress import Progress
 from worker.rules.state import UNSEEN, RatingState
 
-# Lines per chunk: enough that a chunk's fixed costs (a snapshot, one apply) vanish per game,
-# few enough to keep the chunk's games and events small in memory.
-CHUNK_LINES = 1024
+# Lines (and seeding rows) per chunk: enough that a chunk's fixed costs (a snapshot, one apply)
+# vanish per game, few enough that its games, plans and events stay in the processor's caches
+# (measured on 100,000 games: 1024 lines per chunk took 20 % longer than 64).
+CHUNK_LINES = 64
+# A chunk's objects (decoded games, plans, events: ~20 per game that the cyclic collector
+# tracks) all live until the chunk is written, and the store's states and records only grow.
+# With the default threshold (700 net allocations) the collector runs every few dozen games
+# and finds nothing: reference counting frees all of it. The replay raises the threshold while
+# it runs and restores it after (measured on 100,000 games: 25 % longer without).
+COLLECT_AFTER = 50_000
 
 
 @dataclass
@@ -68,6 +77,16 @@ def dead_letter(line: int, error: BadInput, raw: bytes) -> str:
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
+@contextmanager
+def _collecting_after(allocations: int) -> Iterator[None]:
+    before = gc.get_threshold()
+    gc.set_threshold(allocations, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 async def replay(
     engine: Engine,
     seeds: Iterable[SeedRow],
@@ -81,29 +100,32 @@ async def replay(
     backend: MemoryBackend[RatingState] = MemoryBackend(UNSEEN, keep_outboxes=False)
     store = MemoryStore(backend)
     counts = ReplayCounts()
-    for p in await apply_in_order(engine, store, [SeedItem(row, force=False) for row in seeds]):
-        assert isinstance(p.outcome, SeedOutcome)
-        if p.outcome.verdict is SeedVerdict.IMPORTED and p.outcome.update is not None:
-            out.write(p.outcome.update.payload + b"\n")
-            counts.seeded += 1
-            counts.events += 1
-    chunk: list[tuple[int, bytes, GameFinished | BadInput]] = []  # (line number, raw, game or why bad)
-    for number, line in enumerate(games, start=1):
-        counts.lines = number
-        raw = line.removesuffix(b"\n").removesuffix(b"\r")
-        if not raw.strip():
-            counts.blank += 1
-            continue
-        try:
-            chunk.append((number, raw, decode_game(raw, max_message_bytes)))
-        except BadInput as e:
-            chunk.append((number, raw, e))
-        if len(chunk) >= CHUNK_LINES:
-            await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
-            chunk = []
-            if progress is not None:
-                progress.update(games.tell() if games.seekable() else None, counts.games)
-    await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
+    with _collecting_after(COLLECT_AFTER):
+        rows = [SeedItem(row, force=False) for row in seeds]
+        for start in range(0, len(rows), CHUNK_LINES):
+            for p in await apply_in_order(engine, store, rows[start : start + CHUNK_LINES]):
+                assert isinstance(p.outcome, SeedOutcome)
+                if p.outcome.verdict is SeedVerdict.IMPORTED and p.outcome.update is not None:
+                    out.write(p.outcome.update.payload + b"\n")
+                    counts.seeded += 1
+                    counts.events += 1
+        chunk: list[tuple[int, bytes, GameFinished | BadInput]] = []  # (line number, raw, game or why bad)
+        for number, line in enumerate(games, start=1):
+            counts.lines = number
+            raw = line.removesuffix(b"\n").removesuffix(b"\r")
+            if not raw.strip():
+                counts.blank += 1
+                continue
+            try:
+                chunk.append((number, raw, decode_game(raw, max_message_bytes)))
+            except BadInput as e:
+                chunk.append((number, raw, e))
+            if len(chunk) >= CHUNK_LINES:
+                await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
+                chunk = []
+                if progress is not None:
+                    progress.update(games.tell() if games.seekable() else None, counts.games)
+        await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
     return counts, backend
 
 

@@ -7,6 +7,7 @@ as types that `mypy --strict` keeps apart (at no cost at run time: they are ints
   difference D and Table A's dp.
 """
 
+from functools import lru_cache
 from typing import NewType
 
 Hundredths = NewType("Hundredths", int)
@@ -36,6 +37,9 @@ def display(value: Hundredths) -> Points:
     return Points(round_half_up(value, ONE))
 
 
+# Every event formats five or six numbers and most are ratings near the others: the latest
+# formats are kept (a 2**16 entries cache: ~5 MB at most).
+@lru_cache(maxsize=1 << 16)
 def format_fixed2(value: Hundredths) -> str:
     """Two decimals exactly, as the contract encodes ratings: 180020 -> "1800.20", -720 -> "-7.20"."""
     sign = "-" if value < 0 else ""

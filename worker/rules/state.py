@@ -1,12 +1,11 @@
 """The state of one player's rating in one category: all a rating system reads and writes."""
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from worker.rules.hundredths import Hundredths
 
 
-@dataclass(frozen=True, slots=True)
-class QualifyingGame:
+class QualifyingGame(NamedTuple):
     """One counted game of an unrated player on his way to a first rating."""
 
     game_id: str
@@ -15,8 +14,7 @@ class QualifyingGame:
     score: Hundredths  # 100, 50 or 0
 
 
-@dataclass(frozen=True, slots=True)
-class RatingState:
+class RatingState(NamedTuple):
     """A rating in one category. The default value is a player the arena has never seen there.
 
     `seq` numbers the changes of this rating (0 = never changed); only the engine advances it.

@@ -11,9 +11,8 @@ its games) would record the game in the state in `rate` and change the rating wh
 closes; that needs a second entry point, added when such a system is built, not before.
 """
 
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from schemas.game_finished import GameFinished
 from worker.rules.categories import Category
@@ -44,8 +43,7 @@ class Kind(StrEnum):
     IMPORTED = "imported"
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+class Change(NamedTuple):
     """What a game did to one rating. `after.seq` is the state's old seq: the engine numbers changes."""
 
     kind: Kind
@@ -54,8 +52,7 @@ class Change:
     expected_score: Hundredths | None = None  # PD
 
 
-@dataclass(frozen=True, slots=True)
-class Pairing:
+class Pairing(NamedTuple):
     """The facts of a counted game that a rating system needs."""
 
     game_id: str
@@ -68,8 +65,7 @@ class Pairing:
         return Hundredths(ONE - self.white_score)
 
 
-@dataclass(frozen=True, slots=True)
-class Rated:
+class Rated(NamedTuple):
     """The changes of a counted game; None for a player whose rating it leaves alone."""
 
     white: Change | None

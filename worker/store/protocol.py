@@ -18,7 +18,7 @@ Generic over the state type: each rating system has its own state, which only ne
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 
 class Versioned(Protocol):
@@ -29,6 +29,7 @@ class Versioned(Protocol):
 
 
 S = TypeVar("S", bound=Versioned)
+S_co = TypeVar("S_co", bound=Versioned, covariant=True)
 
 
 class StateCodec(Protocol[S]):
@@ -52,14 +53,36 @@ class Snapshot(Generic[S]):
     records: dict[str, bytes]
 
 
-@dataclass(frozen=True, slots=True)
-class Write(Generic[S]):
-    """One item of an atomic apply: a game (or a seeding row, with no game id) and its effects."""
+class Effect(Protocol[S_co]):
+    """What a write does to one rating: its new state, and the event that announces it (the
+    engine's `Update` is one; `StateWrite` another)."""
+
+    @property
+    def key(self) -> str: ...  # the rating
+
+    @property
+    def state(self) -> S_co: ...
+
+    @property
+    def payload(self) -> bytes: ...  # the event, encoded
+
+
+class StateWrite(NamedTuple, Generic[S]):
+    """An `Effect` made by hand (tests, benchmarks, commands that write without the engine)."""
+
+    key: str
+    state: S
+    payload: bytes
+
+
+class Write(NamedTuple, Generic[S]):
+    """One item of an atomic apply: a game (or a seeding row, with no game id) and its effects.
+    (A named tuple: one is made per game, and a tuple is made fastest.)"""
 
     game_id: str  # "" for a seeding row: nothing to record
     digest: bytes
     reads: tuple[tuple[str, int], ...]  # (rating, seq read)
-    writes: tuple[tuple[str, S, bytes], ...]  # (rating, new state, event payload)
+    writes: Sequence[Effect[S]]
 
 
 @dataclass(frozen=True, slots=True)

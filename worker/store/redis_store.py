@@ -129,7 +129,7 @@ class RedisStateStore(Generic[S]):
                     i.game_id,
                     i.digest.hex(),
                     [x for read in i.reads for x in read],
-                    [(r, encode(s), e) for r, s, e in i.writes],
+                    [(w.key, encode(w.state), w.payload) for w in i.writes],
                 )
                 for i in items
             ]
@@ -152,8 +152,8 @@ class RedisStateStore(Generic[S]):
         ours: dict[str, list[bytes]] = defaultdict(list)
         for item, ok in zip(items, applied, strict=True):
             if ok:
-                for rating, _, payload in item.writes:
-                    ours[rating].append(payload)
+                for w in item.writes:
+                    ours[w.key].append(w.payload)
         return applied, _claimed(claimed, blocked, ours)
 
     async def claim(self, ratings: Iterable[str]) -> Claimed:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from worker.engine.engine import Engine
-from worker.engine.schedule import Item, Planned, game_of, plan, ratings_read, unapplied
+from worker.engine.schedule import Item, Planned, classify, game_of, plan, unapplied
 from worker.rules.state import RatingState
 from worker.store.protocol import Claimed, Store, Watermark
 from worker.stream.publisher import Publisher
@@ -64,10 +64,11 @@ class Pipeline:
         while pending:
             stats.attempts += 1
             batch = [items[i] for i in pending]
-            ratings = sorted({r for item in batch for r in ratings_read(self.engine, item)})
+            classified = [classify(self.engine, item) for item in batch]
+            ratings = sorted({r for _, keys in classified for r in keys})
             game_ids = sorted({g.game_id for g in map(game_of, batch) if g is not None})
             snapshot = await retrying(REDIS_READ, self.store.read, ratings, game_ids)
-            planned = plan(self.engine, batch, snapshot)
+            planned = plan(self.engine, batch, snapshot, classified)
             writes = [p.write for p in planned if p.write is not None]
             # Unconfirmed events of any rating the batch read are flushed with it: a duplicate
             # game, an unchanged seed row or a crash before publication leaves no event behind.

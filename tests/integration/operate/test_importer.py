@@ -23,7 +23,7 @@ from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.state import UNSEEN, RatingState
 from worker.store import keys
-from worker.store.protocol import Write
+from worker.store.protocol import StateWrite, Write
 from worker.store.redis_store import RedisStore
 from worker.store.state_codec import decode_state
 
@@ -319,7 +319,7 @@ async def _apply_like_a_stopped_import(stack: Stack, path: Path) -> None:
             outcome = engine.seed(row, UNSEEN)
             assert outcome.update is not None
             u = outcome.update
-            writes.append(Write("", b"", ((u.key, 0),), ((u.key, u.state, u.payload),)))
+            writes.append(Write("", b"", ((u.key, 0),), (StateWrite(u.key, u.state, u.payload),)))
         applied, _ = await store.apply(writes)
         assert all(applied)
         await asyncio.sleep(0.4)  # the stopped process's lease expires
