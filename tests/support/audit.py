@@ -57,20 +57,26 @@ def audit(records: list[Record]) -> Audit:
     result = Audit()
     payloads: dict[str, bytes] = {}
     last_seq: dict[str, int] = {}
+    where: dict[str, tuple[int, int]] = {}  # the partition and offset of each key's last record
     for r in sorted(records, key=lambda r: (r.partition, r.offset)):
         assert r.value is not None and r.key is not None
         event = RatingChanged.model_validate_json(r.value)
         key = f"{event.player_id}/{event.category}"
         assert r.key == key.encode(), f"record key {r.key!r} is not {key}"
-        if event.event_id in payloads:
+        copy = event.event_id in payloads
+        if copy:
             assert payloads[event.event_id] == r.value, f"{event.event_id} published with different bytes"
             result.copies += 1
         else:
             payloads[event.event_id] = r.value
             result.events[event.event_id] = event
         # Per key (one partition), never an older seq after a newer one.
-        assert event.seq >= last_seq.get(key, 0), f"{key}: seq {event.seq} after {last_seq[key]}"
+        assert event.seq >= last_seq.get(key, 0), (
+            f"{key}: seq {event.seq} ({'a copy' if copy else 'its first publication'}, partition {r.partition} "
+            f"offset {r.offset}) after seq {last_seq[key]} (partition {where[key][0]} offset {where[key][1]})"
+        )
         last_seq[key] = event.seq
+        where[key] = (r.partition, r.offset)
     per_key: dict[str, list[RatingChanged]] = defaultdict(list)
     for event in result.events.values():
         per_key[f"{event.player_id}/{event.category}"].append(event)
