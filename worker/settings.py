@@ -49,6 +49,9 @@ def redis_address(url: str) -> str:
     return f"{parts.hostname}:{parts.port or 6379}"
 
 
+KEY_PATTERN_CHARS = "*?[]\\"  # characters of a Redis key pattern (SCAN MATCH): never in a prefix
+
+
 class RulesSettings(BaseSettings):
     """What the rules and the input checks need; the same for `rate` and the streaming worker."""
 
@@ -195,8 +198,6 @@ class WorkerSettings(RulesSettings):
             "`*`, `?`, `[`, `]` or `\\`, which Redis reads as a key pattern."
         ),
     ] = "rating:"
-    # Wait for this many replicas to acknowledge each state write (Redis WAIT) before
-    # publishing and committing; 0 relies on the primary's own durability (appendfsync always).
     redis_wait_replicas: Annotated[
         int,
         Field(
@@ -210,7 +211,6 @@ class WorkerSettings(RulesSettings):
         int, Field(ge=1, description="Timeout of one `WAIT`; it is repeated until enough replicas acknowledge.")
     ] = 1000
 
-    # Records fetched and applied together: one Redis read and one atomic write per batch.
     # 1000 keeps a batch's Lua script under ~10 ms of Redis time, so other replicas wait little.
     batch_size: Annotated[
         int,
@@ -221,14 +221,9 @@ class WorkerSettings(RulesSettings):
             "also the in-flight limit: one batch is in flight at a time.",
         ),
     ] = 1000
-    # Keep this many fetched records waiting at most (aiokafka's prefetch bounds memory).
     max_partition_fetch_bytes: Annotated[
         int, Field(ge=1024, description="Prefetch bound per partition (aiokafka's `max_partition_fetch_bytes`).")
     ] = 1048576
-    # How long the broker may hold a fetch while it has no new record (Kafka's fetch.max.wait.ms).
-    # Apache Kafka answers as soon as records arrive, so this only paces an idle consumer; a
-    # broker that holds every fetch to the end of the wait (tansu, the embedded broker) adds up
-    # to this much latency to each game: the demo and the benchmark set 10 there.
     kafka_fetch_max_wait_ms: Annotated[
         int,
         Field(
@@ -265,9 +260,8 @@ class WorkerSettings(RulesSettings):
         ),
     ] = 100
 
-    # /livez fails when a partition with lag made no progress for this long while Kafka and
-    # Redis answer. Longer than the publication lease: waiting out a dead holder's lease is
-    # progress delayed, not a stall.
+    # Longer than the publication lease: waiting out a dead holder's lease is progress delayed,
+    # not a stall.
     stall_seconds: Annotated[
         float,
         Field(
@@ -283,15 +277,12 @@ class WorkerSettings(RulesSettings):
     metrics_port: Annotated[
         int, Field(ge=0, le=65535, description="Port of `/metrics`, `/livez` and `/readyz`; `0` disables the server.")
     ] = 9400
-    # Drain budget on SIGTERM; the pod's terminationGracePeriodSeconds must be longer (by 5 s,
-    # the bound of closing the clients).
+    # The pod's terminationGracePeriodSeconds must be longer by 5 s.
     shutdown_grace_seconds: Annotated[
         float,
         Field(gt=0, description="Drain budget on SIGTERM; closing the clients takes at most 5 s more."),
     ] = 25.0
-    # How long a one-shot command (import, restore, rebuild, switch-over, topics) retries an
-    # unreachable Kafka or Redis before it gives up (status 1). A minute rides out a restart or
-    # a failover; the long-running worker retries for ever instead.
+    # A minute rides out a restart or a failover.
     command_retry_seconds: Annotated[
         float,
         Field(
@@ -326,7 +317,7 @@ class WorkerSettings(RulesSettings):
     @classmethod
     def _prefix(cls, value: str) -> str:
         # The commands scan `{prefix}*`: a pattern character would reach other keys.
-        if not value or any(c in value for c in "*?[]\\"):
+        if not value or any(c in value for c in KEY_PATTERN_CHARS):
             raise ValueError("must be non-empty and without * ? [ ] or \\ (Redis reads them as a key pattern)")
         return value
 

@@ -15,31 +15,31 @@ The switch-over that publishes what differs is `worker.operate.switch_over`.
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, decode_game
 from worker.engine.engine import Engine, SeedRow
 from worker.engine.instants import instant
 from worker.engine.schedule import SeedItem, apply_in_order
+from worker.operate.redis_ops import CHUNK, matching_keys, pipelined, read_states, unlink_all, with_retry
 from worker.operate.topic_scan import scan
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN, RatingState
 from worker.service.connections import close_quietly, make_redis
-from worker.settings import WorkerSettings
+from worker.settings import KEY_PATTERN_CHARS, WorkerSettings
 from worker.store import keys
-from worker.store.state_codec import decode_state, encode_state
-from worker.stream.retry import REDIS_COMMAND, REDIS_CONNECT, retrying
+from worker.store.state_codec import encode_state
+from worker.stream.retry import REDIS_CONNECT, retrying
 
 log = logging.getLogger(__name__)
-CHUNK = 1000
-GLOB = "*?[]\\"  # characters of a Redis key pattern
 REBUILD_META = "rebuild"  # {prefix}rebuild -> hash: "topic", and "p:{partition}" -> offset read up to
 
 
@@ -112,35 +112,15 @@ def check_prefix(prefix: str, live: str) -> None:
     with a character of Redis's SCAN patterns (`rebuild --force` clears `{prefix}*`)."""
     if not prefix:
         raise ValueError("the rebuild prefix must not be empty")
-    if any(c in prefix for c in GLOB):
-        raise ValueError(f"the rebuild prefix {prefix!r} holds one of {GLOB}, which Redis reads as a key pattern")
+    if any(c in prefix for c in KEY_PATTERN_CHARS):
+        raise ValueError(
+            f"the rebuild prefix {prefix!r} holds one of {KEY_PATTERN_CHARS}, which Redis reads as a key pattern"
+        )
     if prefix.startswith(live) or live.startswith(prefix):
         raise ValueError(
             f"the rebuild prefix {prefix!r} overlaps RATING_REDIS_KEY_PREFIX {live!r}: one is the start of the other, "
             "so the rebuild's keys and the live ones could mix"
         )
-
-
-async def with_retry(call: Callable[..., Any], *args: Any) -> Any:
-    return await retrying(REDIS_COMMAND, call, *args)
-
-
-async def scan_keys(redis: "Redis", match: str) -> AsyncIterator[list[bytes]]:
-    """Keys matching `match`, a chunk at a time (the SCAN is retried from the start on failure)."""
-
-    async def all_keys() -> list[bytes]:
-        return [k async for k in redis.scan_iter(match=match, count=CHUNK)]
-
-    found: list[bytes] = await with_retry(all_keys)
-    for start in range(0, len(found), CHUNK):
-        yield found[start : start + CHUNK]
-
-
-async def clear_prefix(redis: "Redis", prefix: str) -> int:
-    cleared = 0
-    async for chunk in scan_keys(redis, f"{prefix}*"):
-        cleared += await with_retry(redis.unlink, *chunk)
-    return cleared
 
 
 async def rebuild(
@@ -151,14 +131,14 @@ async def rebuild(
     redis = make_redis(settings)
     try:
         await retrying(REDIS_CONNECT, redis.ping)
-        async for _ in scan_keys(redis, f"{prefix}*"):
-            if not force:
-                report.refused = True
-                say(f"rebuild: prefix {prefix!r} already holds keys (use --force to clear and overwrite them)")
-                return report
-            report.cleared = await clear_prefix(redis, prefix)
+        found = await matching_keys(redis, f"{prefix}*")
+        if found and not force:
+            report.refused = True
+            say(f"rebuild: prefix {prefix!r} already holds keys (use --force to clear and overwrite them)")
+            return report
+        if found:
+            report.cleared = await unlink_all(redis, found)
             say(f"rebuild: cleared {report.cleared} keys under {prefix!r}")
-            break
         history = await read_history(settings)
         report.records, report.bad, report.games = history.records, history.bad, len(history.games)
         say(f"rebuild: read {report.records} records ({report.bad} bad), {report.games} games; recomputing")
@@ -191,26 +171,14 @@ async def _write_records(redis: "Redis", prefix: str, store: MemoryBackend[Ratin
     retention_seconds = history.recent_seconds
     recent = sorted(history.recent)
     for start in range(0, len(recent), CHUNK):
-        chunk = recent[start : start + CHUNK]
 
-        async def write(chunk: list[str] = chunk) -> None:
-            async with redis.pipeline(transaction=False) as pipe:
-                for game_id in chunk:
-                    digest = store.record(game_id)
-                    if digest is not None:
-                        pipe.set(keys.game_key(prefix, game_id), digest.hex(), ex=retention_seconds)
-                await pipe.execute()
+        def write(pipe: Pipeline, chunk: list[str] = recent[start : start + CHUNK]) -> None:
+            for game_id in chunk:
+                digest = store.record(game_id)
+                if digest is not None:
+                    pipe.set(keys.game_key(prefix, game_id), digest.hex(), ex=retention_seconds)
 
-        await with_retry(write)
-
-
-async def read_states(redis: "Redis", prefix: str, ratings: Sequence[str]) -> dict[str, RatingState]:
-    out: dict[str, RatingState] = {}
-    for start in range(0, len(ratings), CHUNK):
-        chunk = ratings[start : start + CHUNK]
-        values = await with_retry(redis.mget, [keys.state_key(prefix, k) for k in chunk])
-        out.update({k: decode_state(v) for k, v in zip(chunk, values, strict=True) if v is not None})
-    return out
+        await pipelined(redis, write)
 
 
 def same_rating(live: RatingState, rebuilt: RatingState) -> bool:

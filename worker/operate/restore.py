@@ -26,7 +26,7 @@ and only `rebuild` and `switch-over` can give it back.
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -36,6 +36,7 @@ from redis.asyncio.client import Pipeline
 from schemas.rating_changed import RatingChanged
 from worker.engine.engine import RESTORED
 from worker.engine.events import rating_key
+from worker.operate.redis_ops import CHUNK, matching_keys, pipelined, unlink_all, with_retry
 from worker.operate.topic_scan import scan
 from worker.operate.topics import COMPACTION_LAG_MS
 from worker.rules.categories import Category
@@ -46,11 +47,10 @@ from worker.service.connections import close_quietly, make_redis
 from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.store.state_codec import encode_state
-from worker.stream.retry import REDIS_COMMAND, REDIS_CONNECT, retrying
+from worker.stream.retry import REDIS_CONNECT, retrying
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-CHUNK = 1000  # keys per Redis round trip
 PROGRESS_SECONDS = 2.0
 # A game of these kinds changes both players (both are rated): each must have its event.
 BOTH_CHANGE = (Kind.RATED_GAME, Kind.RATING_LOST)
@@ -174,27 +174,10 @@ def _carries(event: bytes, stored: bytes) -> bool:
     return encode_state(state_of(parsed)) == stored
 
 
-async def with_retry(call: Callable[..., Awaitable[T]], *args: Any) -> T:
-    return await retrying(REDIS_COMMAND, call, *args)
-
-
-async def pipelined(redis: "Redis", build: Callable[[Pipeline], object], atomic: bool = False) -> list[Any]:
-    """One round trip of the commands `build` queues (in MULTI/EXEC if `atomic`), retried whole
-    (a pipeline forgets its commands once executed, so each attempt builds it again)."""
-
-    async def attempt() -> list[Any]:
-        async with redis.pipeline(transaction=atomic) as pipe:
-            build(pipe)
-            result: list[Any] = await pipe.execute()
-            return result
-
-    return await with_retry(attempt)
-
-
 async def reconcile(redis: "Redis", prefix: str, changelog: Changelog, force: bool, report: RestoreReport) -> None:
     """Steps 1-5 of the module's docstring, a chunk of ratings at a time."""
     ratings = set(changelog.latest)
-    async for key in redis.scan_iter(match=f"{prefix}{keys.OUTBOX}*", count=CHUNK):
+    for key in await matching_keys(redis, f"{prefix}{keys.OUTBOX}*"):
         ratings.add(key.decode().removeprefix(f"{prefix}{keys.OUTBOX}"))
     ordered = sorted(ratings)
     for start in range(0, len(ordered), CHUNK):
@@ -255,12 +238,8 @@ async def record_games(redis: "Redis", prefix: str, games: set[str], retention_m
 async def clear_leases(redis: "Redis", prefix: str, report: RestoreReport) -> None:
     """Every publication lease (the workers are stopped, or refused by the untrusted mark) and
     every process's `seen` key (the epoch starts again: no process may compare with old ones)."""
-    for kind in (keys.LEASE, keys.SEEN):
-        found: list[bytes] = [key async for key in redis.scan_iter(match=f"{prefix}{kind}*", count=CHUNK)]
-        for start in range(0, len(found), CHUNK):
-            cleared = await with_retry(redis.delete, *found[start : start + CHUNK])
-            if kind == keys.LEASE:
-                report.leases_cleared += cleared
+    report.leases_cleared = await unlink_all(redis, await matching_keys(redis, f"{prefix}{keys.LEASE}*"))
+    await unlink_all(redis, await matching_keys(redis, f"{prefix}{keys.SEEN}*"))
 
 
 async def trust(redis: "Redis", prefix: str) -> None:

@@ -24,25 +24,16 @@ rating the rebuild leaves *unrated* while the live one differs is listed, not sw
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from redis.asyncio import Redis
 
 from worker.engine.engine import Engine, SeedRow, SeedVerdict
 from worker.engine.schedule import SeedItem
-from worker.operate.rebuild import (
-    CHUNK,
-    REBUILD_META,
-    apply_all,
-    check_prefix,
-    history_order,
-    read_history,
-    read_states,
-    same_rating,
-    scan_keys,
-    with_retry,
-)
+from worker.operate.rebuild import REBUILD_META, apply_all, check_prefix, history_order, read_history, same_rating
+from worker.operate.redis_ops import CHUNK, rating_keys, read_states, with_retry
 from worker.replay.memory_store import MemoryBackend
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
@@ -82,7 +73,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
         await retrying(REDIS_CONNECT, redis.ping)
         ends = await _rebuild_ends(redis, prefix, settings.topic_games)
         await _wait_for_workers(redis, settings, ends, say)
-        rebuilt_keys = [k.decode().removeprefix(f"{prefix}{keys.STATE}") async for k in _keys(redis, prefix)]
+        rebuilt_keys = await rating_keys(redis, prefix)
         moved: set[str] = set()
         while report.rounds == 0 or moved:
             report.rounds += 1
@@ -118,7 +109,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
 
 
 async def _rebuild_ends(redis: "Redis", prefix: str, topic: str) -> dict[int, int]:
-    meta = await with_retry(redis.hgetall, f"{prefix}{REBUILD_META}")
+    meta: dict[Any, Any] = await with_retry(redis.hgetall, f"{prefix}{REBUILD_META}")
     if not meta:
         raise NotReady(f"no rebuild under {prefix!r}: run `rating-worker rebuild --prefix {prefix}` first")
     if meta.get(b"topic", b"").decode() != topic:
@@ -146,16 +137,9 @@ async def _wait_for_workers(
         await asyncio.sleep(WATERMARK_POLL_SECONDS)
 
 
-async def _keys(redis: "Redis", prefix: str) -> AsyncIterator[bytes]:
-    async for chunk in scan_keys(redis, f"{prefix}{keys.STATE}*"):
-        for key in chunk:
-            yield key
-
-
 async def _snapshot(redis: "Redis", live: str) -> dict[str, RatingState]:
     """Step 2: every live state, read before the input's end is."""
-    ratings = sorted([k.decode().removeprefix(f"{live}{keys.STATE}") async for k in _keys(redis, live)])
-    return await read_states(redis, live, ratings)
+    return await read_states(redis, live, await rating_keys(redis, live))
 
 
 async def _bring_forward(
@@ -175,7 +159,7 @@ async def _bring_forward(
         chunk = ids[start : start + CHUNK]
         live = await with_retry(redis.mget, [keys.game_key(settings.redis_key_prefix, g) for g in chunk])
         applied.update(g for g, v in zip(chunk, live, strict=True) if v is not None)
-        ours = await with_retry(redis.mget, [keys.game_key(prefix, g) for g in chunk])
+        ours: list[Any] = await with_retry(redis.mget, [keys.game_key(prefix, g) for g in chunk])
         rebuilt_records.update({g: bytes.fromhex(v.decode()) for g, v in zip(chunk, ours, strict=True) if v})
     games = [g for g in history.games if g.game_id in applied]
     engine = Engine(ArenaRules(), Points(settings.training_rating))

@@ -1,0 +1,66 @@
+"""Redis round trips of the one-shot commands (restore, rebuild, switch-over), each retried
+whole for `RATING_COMMAND_RETRY_SECONDS` (`worker.stream.retry.REDIS_COMMAND`), then given up."""
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+
+from worker.rules.state import RatingState
+from worker.store import keys
+from worker.store.state_codec import decode_state
+from worker.stream.retry import REDIS_COMMAND, retrying
+
+CHUNK = 1000  # keys per round trip
+T = TypeVar("T")
+
+
+async def with_retry(call: Callable[..., Awaitable[T]], *args: Any) -> T:
+    return await retrying(REDIS_COMMAND, call, *args)
+
+
+async def pipelined(redis: Redis, build: Callable[[Pipeline], object], atomic: bool = False) -> list[Any]:
+    """One round trip of the commands `build` queues (in MULTI/EXEC if `atomic`), retried whole
+    (a pipeline forgets its commands once executed, so each attempt builds it again)."""
+
+    async def attempt() -> list[Any]:
+        async with redis.pipeline(transaction=atomic) as pipe:
+            build(pipe)
+            result: list[Any] = await pipe.execute()
+            return result
+
+    return await with_retry(attempt)
+
+
+async def matching_keys(redis: Redis, match: str) -> list[bytes]:
+    """Every key matching `match` (a SCAN, retried from the start on failure)."""
+
+    async def all_keys() -> list[bytes]:
+        return [k async for k in redis.scan_iter(match=match, count=CHUNK)]
+
+    return await with_retry(all_keys)
+
+
+async def unlink_all(redis: Redis, found: Sequence[bytes]) -> int:
+    """Unlink `found`, a chunk per round trip; the number of keys that existed."""
+    unlinked = 0
+    for start in range(0, len(found), CHUNK):
+        unlinked += await with_retry(redis.unlink, *found[start : start + CHUNK])
+    return unlinked
+
+
+async def read_states(redis: Redis, prefix: str, ratings: Sequence[str]) -> dict[str, RatingState]:
+    """The stored states of `ratings` under `prefix` (absent ones left out)."""
+    out: dict[str, RatingState] = {}
+    for start in range(0, len(ratings), CHUNK):
+        chunk = ratings[start : start + CHUNK]
+        values = await with_retry(redis.mget, [keys.state_key(prefix, k) for k in chunk])
+        out.update({k: decode_state(v) for k, v in zip(chunk, values, strict=True) if v is not None})
+    return out
+
+
+async def rating_keys(redis: Redis, prefix: str) -> list[str]:
+    """The ratings (`player/category`) with a state under `prefix`, sorted."""
+    start = keys.state_key(prefix, "")
+    return sorted(k.decode().removeprefix(start) for k in await matching_keys(redis, f"{start}*"))
