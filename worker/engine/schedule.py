@@ -9,9 +9,9 @@ that publishes nothing itself (the offline replay, the rebuild); the streaming w
 `worker.stream.pipeline` adds publication and waits for other processes' leases.
 """
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from schemas.game_finished import GameFinished
 from worker.engine.engine import (
@@ -58,7 +58,6 @@ class Planned(NamedTuple):
     item: Item
     outcome: GameOutcome | SeedOutcome
     write: Write[RatingState] | None  # None: nothing to write (a duplicate, a conflict, an unchanged seed row)
-    ratings: tuple[str, ...]  # the ratings whose outboxes must be flushed before it counts as done
     forgotten: bool = False  # a Replayed game whose record had expired: kept from a second application
 
 
@@ -66,10 +65,6 @@ def game_of(item: Item) -> GameFinished | None:
     if isinstance(item, SeedItem):
         return None
     return item.game if isinstance(item, Replayed) else item
-
-
-def ratings_read(engine: Engine, item: Item) -> tuple[str, ...]:
-    return classify(engine, item)[1]
 
 
 # A game's `Engine.classify` (None for a seeding row) and the ratings the item reads.
@@ -122,8 +117,22 @@ def plan(
                 records[game.game_id] = outcome.digest
         for update in updates:
             states[update.key] = update.state
-        planned.append(Planned(item, outcome, write, ratings, forgotten))
+        planned.append(Planned(item, outcome, write, forgotten))
     return planned
+
+
+async def read_and_plan(
+    engine: Engine,
+    batch: Sequence[Item],
+    read: Callable[[list[str], list[str]], Awaitable[Snapshot[RatingState]]],
+) -> tuple[list[str], Snapshot[RatingState], list[Planned]]:
+    """Read what `batch` needs (its ratings' states, their outboxes' lengths, its games' records)
+    with `read` (a store's, or a retrying one), and plan it: the ratings read, the snapshot, the plans."""
+    classified = [classify(engine, item) for item in batch]
+    ratings = sorted({r for _, keys in classified for r in keys})
+    game_ids = sorted({g.game_id for g in map(game_of, batch) if g is not None})
+    snapshot = await read(ratings, game_ids)
+    return ratings, snapshot, plan(engine, batch, snapshot, classified)
 
 
 async def apply_in_order(engine: Engine, store: StateStore[RatingState], items: Sequence[Item]) -> list[Planned]:
@@ -133,11 +142,7 @@ async def apply_in_order(engine: Engine, store: StateStore[RatingState], items: 
     final: list[Planned | None] = [None] * len(items)
     pending = list(range(len(items)))
     while pending:
-        batch = [items[i] for i in pending]
-        classified = [classify(engine, item) for item in batch]
-        ratings = list({r: None for _, keys in classified for r in keys})
-        game_ids = list({g.game_id: None for g in map(game_of, batch) if g is not None})
-        planned = plan(engine, batch, await store.read(ratings, game_ids), classified)
+        _, _, planned = await read_and_plan(engine, [items[i] for i in pending], store.read)
         applied, _ = await store.apply([p.write for p in planned if p.write is not None])
         if all(applied) and len(pending) == len(items):  # as it is with a single writer
             return planned
@@ -146,7 +151,7 @@ async def apply_in_order(engine: Engine, store: StateStore[RatingState], items: 
 
 
 def unapplied(
-    pending: Sequence[int], planned: Sequence[Planned], applied: Sequence[bool], final: list[Any]
+    pending: Sequence[int], planned: Sequence[Planned], applied: Sequence[bool], final: list[Planned | None]
 ) -> list[int]:
     """Which of `pending` must be planned again after an apply: those whose write did not apply,
     and every later copy of their game (its verdict, duplicate or conflict, was decided against

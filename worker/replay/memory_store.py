@@ -33,6 +33,11 @@ def _digest(recorded: int) -> bytes:
     return RESTORED if recorded == _RESTORED else recorded.to_bytes(8)
 
 
+def _packed(digest: bytes) -> int:
+    """A facts digest as kept in memory (the inverse of `_digest`)."""
+    return _RESTORED if digest == RESTORED else int.from_bytes(digest)
+
+
 class MemoryBackend(Generic[S]):
     """What the store holds: states, game records, outboxes, leases, watermarks."""
 
@@ -53,7 +58,7 @@ class MemoryBackend(Generic[S]):
 
     def remember(self, game_id: str, digest: bytes) -> None:
         """Record a game as done elsewhere (its facts digest, or `RESTORED` for unknown facts)."""
-        self.games[_game_key(game_id)] = int.from_bytes(digest) if digest != RESTORED else _RESTORED
+        self.games[_game_key(game_id)] = _packed(digest)
 
     def holder(self, rating: str) -> str | None:
         lease = self.leases.get(rating)
@@ -115,7 +120,7 @@ class MemoryStore(Generic[S]):
                     b.outboxes.setdefault(w.key, []).append(w.payload)
                     touched[w.key] = None
             if game_key is not None:
-                games[game_key] = int.from_bytes(item.digest) if item.digest != RESTORED else _RESTORED
+                games[game_key] = _packed(item.digest)
             results.append(True)
         if all(results):
             for mark in marks:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from worker.engine.engine import Engine
-from worker.engine.schedule import Item, Planned, classify, game_of, plan, unapplied
+from worker.engine.schedule import Item, Planned, read_and_plan, unapplied
 from worker.rules.state import RatingState
 from worker.store.protocol import Claimed, Store, Watermark
 from worker.stream.publisher import Publisher
@@ -63,17 +63,14 @@ class Pipeline:
         blocked: set[str] = set()
         while pending:
             stats.attempts += 1
-            batch = [items[i] for i in pending]
-            classified = [classify(self.engine, item) for item in batch]
-            ratings = sorted({r for _, keys in classified for r in keys})
-            game_ids = sorted({g.game_id for g in map(game_of, batch) if g is not None})
-            snapshot = await retrying(REDIS_READ, self.store.read, ratings, game_ids)
-            planned = plan(self.engine, batch, snapshot, classified)
+            ratings, snapshot, planned = await read_and_plan(
+                self.engine, [items[i] for i in pending], lambda r, g: retrying(REDIS_READ, self.store.read, r, g)
+            )
             writes = [p.write for p in planned if p.write is not None]
             # Unconfirmed events of any rating the batch read are flushed with it: a duplicate
             # game, an unchanged seed row or a crash before publication leaves no event behind.
-            flush = {r for r in ratings if snapshot.unconfirmed.get(r)}
-            applied, claimed = await retrying(REDIS_APPLY, self.store.apply, writes, sorted(flush), marks)
+            flush = [r for r in ratings if snapshot.unconfirmed.get(r)]
+            applied, claimed = await retrying(REDIS_APPLY, self.store.apply, writes, flush, marks)
             await retrying(REDIS_WAIT, self.store.replicated)
             retry = unapplied(pending, planned, applied, final)
             sent, lost = await self._publish(claimed)

@@ -15,7 +15,7 @@ from tests.support.games import ENGINE
 from tests.support.kafka import Record, produce, read_topic
 from tests.support.stack import Stack
 from worker.engine.decoder import decode_game
-from worker.engine.schedule import plan, ratings_read
+from worker.engine.schedule import plan
 from worker.store.redis_store import RedisStore
 
 REPO = Path(__file__).resolve().parents[3]
@@ -144,7 +144,7 @@ async def apply_unpublished(stack: Stack, line: bytes) -> dict[str, bytes]:
     try:
         store = RedisStore(client, "rating:", "crashed-worker", 60, 3600)
         game = decode_game(line, 65536)
-        snapshot = await store.read(ratings_read(ENGINE, game), [game.game_id])
+        snapshot = await store.read(ENGINE.ratings_read(game) or (), [game.game_id])
         (planned,) = plan(ENGINE, [game], snapshot)
         assert planned.write is not None
         applied, claimed = await store.apply([planned.write])
