@@ -23,12 +23,12 @@ from tests.support.kafka import produce
 from tests.support.processes import Processes
 from tests.support.stack import Stack, require_local
 from worker.embedded.stack import Broker, create_topics, free_port
-from worker.service.connections import begin_closing, close_quietly
+from worker.service.connections import CLOSE_SECONDS, begin_closing, close_quietly
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 GRACE = 3.0  # RATING_SHUTDOWN_GRACE_SECONDS in every test here
-CLOSE = 5.0  # worker.service.connections.CLOSE_SECONDS: the README's bound is the grace plus this
+CLOSE = CLOSE_SECONDS  # the README's bound is the grace plus this
 BOUND = GRACE + CLOSE
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "samples/seed.csv"

@@ -108,8 +108,8 @@ async def close_quietly(*closing: Awaitable[object]) -> None:
     `begin_closing` set); one that fails or hangs is left behind.
 
     A client may also raise CancelledError from its own close (aiokafka's consumer awaits the
-    fetch tasks it has just cancelled, when the broker is gone): that is its failure, not a
-    cancellation of ours, unless ours is under way, which is then passed on.
+    fetch tasks it has just cancelled, when the broker is gone): `gather` returns it as that
+    close's result, so the others still run; a cancellation of this task passes through.
     """
     until = _closing_until.get()
     budget = CLOSE_SECONDS if until is None else max(0.0, until - time.monotonic())
@@ -119,11 +119,6 @@ async def close_quietly(*closing: Awaitable[object]) -> None:
             results = await asyncio.gather(*closing, return_exceptions=True)
     except TimeoutError:
         log.debug("closing the clients took longer than %.1f s: left behind", budget)
-    except asyncio.CancelledError:
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            raise
-        log.debug("closing a client raised CancelledError of its own")
     for result in results:
         if isinstance(result, BaseException):  # an unreachable server: nothing more to do
             log.debug("closing a client failed (%s: %s)", type(result).__name__, result)

@@ -9,7 +9,7 @@ Stopping (SIGTERM or SIGINT), whatever the worker is doing:
 2. while it consumes: it stops fetching, and the batch in flight is finished, published and
    committed within RATING_SHUTDOWN_GRACE_SECONDS, then exit status 0; if the grace runs out
    (an outage), the batch is abandoned uncommitted (redelivered later, deduplicated): status 1;
-3. then the clients are closed, each within CLOSE_SECONDS (`worker.service.connections`; a
+3. then the clients are closed, all within one CLOSE_SECONDS budget (`worker.service.connections`; a
    frozen broker never answers a leave-group request); a second signal skips what is left of 2.
 So a stop takes at most RATING_SHUTDOWN_GRACE_SECONDS + CLOSE_SECONDS, dependencies or not.
 """

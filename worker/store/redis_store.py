@@ -68,12 +68,14 @@ class ReplicasBehind(Exception):
 
 
 class RedisStateStore(Generic[S]):
-    """The store in Redis, for any state type `S` (see `worker.store.protocol`)."""
+    """The store in Redis, for any state type `S` (see `worker.store.protocol`). A rating
+    system's store is a subclass that names the codec of its state."""
+
+    codec: StateCodec[S]
 
     def __init__(
         self,
         redis: "Redis",
-        codec: StateCodec[S],
         prefix: str,
         token: str,
         lease_seconds: float,
@@ -82,7 +84,6 @@ class RedisStateStore(Generic[S]):
         wait_timeout_ms: int = 1000,
     ) -> None:
         self.redis = redis
-        self.codec = codec
         self.prefix = prefix
         self.token = token
         self.lease_ms = int(lease_seconds * 1000)
@@ -180,9 +181,10 @@ class RedisStateStore(Generic[S]):
 
     async def check(self) -> bool:
         """Run the store's guard alone (the health check's Redis ping): False once the store
-        refuses work. It also keeps this process's `seen` key alive while it idles."""
+        refuses work. It also keeps this process's `seen` key alive while it idles. Not timed in
+        `rating_redis_seconds`, which is the batches' latency."""
         try:
-            await self.read((), ())
+            await self._run(self._read, _pack([]), _pack([]))
         except StoreUntrusted as e:
             metrics.STORE_UNTRUSTED.set(1)
             log.error("the Redis store is not trusted: %s; run `rating-worker restore`", e)
@@ -231,19 +233,7 @@ class RedisStateStore(Generic[S]):
 class RedisStore(RedisStateStore[RatingState]):
     """The arena's ratings in Redis."""
 
-    def __init__(
-        self,
-        redis: "Redis",
-        prefix: str,
-        token: str,
-        lease_seconds: float,
-        retention_seconds: int,
-        wait_replicas: int = 0,
-        wait_timeout_ms: int = 1000,
-    ) -> None:
-        super().__init__(
-            redis, RATING_STATES, prefix, token, lease_seconds, retention_seconds, wait_replicas, wait_timeout_ms
-        )
+    codec = RATING_STATES
 
 
 def _pack(value: object) -> bytes:

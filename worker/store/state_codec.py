@@ -33,11 +33,9 @@ class RatingStateCodec:
 
     unseen = UNSEEN  # the rules' own value, so that `is UNSEEN` holds for a state never stored
 
-    def encode(self, state: RatingState) -> bytes:
-        return encode_state(state)
-
-    def decode(self, value: bytes) -> RatingState:
-        return decode_state(value)
+    # The functions themselves, not wrappers: one call less per state on the worker's path.
+    encode = staticmethod(encode_state)
+    decode = staticmethod(decode_state)
 
 
 RATING_STATES = RatingStateCodec()
