@@ -9,7 +9,6 @@ the settings: every setting that has a default and is not a secret must be there
 default.
 """
 
-import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -177,9 +176,9 @@ def label_values() -> dict[MetricWrapperBase, dict[str, LabelValues]]:
     return {**metrics.LABEL_VALUES, metrics.RETRIES: {"operation": tuple(op.label for op in OPERATIONS)}}
 
 
-def metrics_of(module: types.ModuleType = metrics) -> list[MetricWrapperBase]:
-    """The metrics a module defines, in the order it defines them."""
-    return [value for value in vars(module).values() if isinstance(value, MetricWrapperBase)]
+def metrics_of() -> list[MetricWrapperBase]:
+    """The metrics `worker.metrics` defines, in the order it defines them."""
+    return [value for value in vars(metrics).values() if isinstance(value, MetricWrapperBase)]
 
 
 def described(metric: MetricWrapperBase) -> Metric:
@@ -220,12 +219,8 @@ def _values_text(values: LabelValues) -> str:
     return values if isinstance(values, str) else ", ".join(f"`{v}`" for v in values)
 
 
-def render_metrics(
-    found: list[MetricWrapperBase] | None = None,
-    values: Mapping[MetricWrapperBase, Mapping[str, LabelValues]] | None = None,
-) -> str:
-    found = metrics_of() if found is None else found
-    values = label_values() if values is None else values
+def render_metrics() -> str:
+    found, values = metrics_of(), label_values()
     rows = []
     for metric in found:
         description = described(metric)
