@@ -12,16 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import redis
-
 from tests.faults.fault_report import FaultReport, report_fault
-from tests.support.audit import Audit, audit, seq_regressions
+from tests.support.audit import PREFIX, Audit, audit, read_store, seq_regressions
 from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
 from worker.store import keys
-from worker.store.state_codec import decode_state
-
-PREFIX = "rating:"  # the worker's default RATING_REDIS_KEY_PREFIX
 
 
 def drop_stale_copies(records: list[Record]) -> tuple[list[Record], int]:
@@ -80,19 +75,8 @@ async def account(
     twice = {str(event_games[e]) for e, p in payloads.items() if len(p) > 1}
     missing_events = sum(max(s) - len(s) for s in seqs.values())
 
-    client = redis.Redis.from_url(stack.redis.url, socket_timeout=10)
-    try:
-        game_prefix = keys.game_key(PREFIX, "")
-        recorded = {k.decode().removeprefix(game_prefix) for k in client.scan_iter(f"{game_prefix}*", count=5000)}
-        state_prefix = keys.state_key(PREFIX, "")
-        state_keys = list(client.scan_iter(f"{state_prefix}*", count=5000))
-        stored = {}
-        for key, value in zip(state_keys, client.mget(state_keys) if state_keys else [], strict=True):
-            assert isinstance(value, bytes), f"{key!r} vanished or is not a string: {value!r}"
-            stored[key.decode().removeprefix(state_prefix)] = decode_state(value)
-        pending = [k.decode() for k in client.scan_iter(f"{keys.outbox_key(PREFIX, '')}*", count=5000)]
-    finally:
-        client.close()
+    held = read_store(stack.redis.url)
+    recorded, stored, pending = held.recorded, held.states, held.outboxes
 
     kept, stale = drop_stale_copies(records) if allow_stale_copies else (records, 0)
     copies = sum(len(v) for v in _copies(records).values())

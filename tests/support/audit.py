@@ -168,6 +168,29 @@ def seq_regressions(records: list[Record]) -> str:
     return f"{len(found)} keys whose seq goes back, first ones:\n" + "\n".join(f for _, f in found[:5])
 
 
+@dataclass
+class Stored:
+    """What the worker's Redis holds at the end of a run (default prefix)."""
+
+    recorded: set[str]  # game ids with an idempotency record
+    states: dict[str, RatingState]  # by rating key
+    outboxes: list[str]  # keys of outboxes that still hold events
+
+
+def read_store(url: str) -> Stored:
+    with redis.Redis.from_url(url, socket_timeout=10) as r:
+        game_prefix = keys.game_key(PREFIX, "")
+        recorded = {k.decode().removeprefix(game_prefix) for k in r.scan_iter(f"{game_prefix}*", count=5000)}
+        state_prefix = keys.state_key(PREFIX, "")
+        state_keys = list(r.scan_iter(f"{state_prefix}*", count=5000))
+        states = {}
+        for key, value in zip(state_keys, r.mget(state_keys) if state_keys else [], strict=True):
+            assert isinstance(value, bytes), f"{key!r} vanished or is not a string: {value!r}"
+            states[key.decode().removeprefix(state_prefix)] = decode_state(value)
+        outboxes = [k.decode() for k in r.scan_iter(f"{keys.outbox_key(PREFIX, '')}*", count=5000)]
+    return Stored(recorded, states, outboxes)
+
+
 async def check_everything(stack: Stack, lines: list[bytes]) -> Audit:
     """The output audits clean, every game is recorded once, Redis ends where the output does."""
     records = await read_topic(stack.broker.bootstrap, stack.ratings_topic, 1, timeout=60)
@@ -187,26 +210,17 @@ async def check_everything(stack: Stack, lines: list[bytes]) -> Audit:
     letters = await read_topic(stack.broker.bootstrap, stack.dlq_topic, 0, timeout=5, idle=0.5)
     assert not letters, f"{len(letters)} valid games dead-lettered, e.g. {letters[:3]}"
 
-    with redis.Redis.from_url(stack.redis.url, socket_timeout=10) as r:
-        game_prefix = keys.game_key(PREFIX, "")
-        recorded = {k.decode().removeprefix(game_prefix) for k in r.scan_iter(f"{game_prefix}*", count=5000)}
-        missing = game_ids - recorded
-        assert not missing, f"{len(missing)} games have no idempotency record, e.g. {sorted(missing)[:10]}"
-        assert recorded == game_ids, f"records of games never produced: {sorted(recorded - game_ids)[:10]}"
-
-        state_prefix = keys.state_key(PREFIX, "")
-        state_keys = list(r.scan_iter(f"{state_prefix}*", count=5000))
-        stored = {}
-        for key, value in zip(state_keys, r.mget(state_keys) if state_keys else [], strict=True):
-            assert isinstance(value, bytes), f"{key!r} vanished or is not a string: {value!r}"
-            stored[key.decode().removeprefix(state_prefix)] = decode_state(value)
-        published = tally.final_states()
-        differ = sorted(k for k in stored.keys() | published.keys() if stored.get(k) != published.get(k))
-        assert not differ, (
-            f"{len(differ)} ratings differ between Redis and their last published event, e.g. "
-            + "; ".join(f"{k}: redis {stored.get(k)} vs published {published.get(k)}" for k in differ[:3])
-        )
-        # Everything committed was acknowledged by Kafka, so no outbox may still hold an event.
-        pending = [k.decode() for k in r.scan_iter(f"{keys.outbox_key(PREFIX, '')}*", count=5000)]
-        assert not pending, f"{len(pending)} outboxes still hold events after everything was committed: {pending[:5]}"
+    stored = read_store(stack.redis.url)
+    missing = game_ids - stored.recorded
+    assert not missing, f"{len(missing)} games have no idempotency record, e.g. {sorted(missing)[:10]}"
+    assert stored.recorded == game_ids, f"records of games never produced: {sorted(stored.recorded - game_ids)[:10]}"
+    published = tally.final_states()
+    states = stored.states
+    differ = sorted(k for k in states.keys() | published.keys() if states.get(k) != published.get(k))
+    assert not differ, f"{len(differ)} ratings differ between Redis and their last published event, e.g. " + "; ".join(
+        f"{k}: redis {states.get(k)} vs published {published.get(k)}" for k in differ[:3]
+    )
+    # Everything committed was acknowledged by Kafka, so no outbox may still hold an event.
+    pending = stored.outboxes
+    assert not pending, f"{len(pending)} outboxes still hold events after everything was committed: {pending[:5]}"
     return tally

@@ -1,4 +1,4 @@
-"""Values of the event contract (../shared/spec/events.md), spelled out here as the contract
+"""Values of the event contract (docs/contract.md), spelled out here as the contract
 lists them, independently of the schemas under test."""
 
 from typing import Any
