@@ -31,6 +31,8 @@ import argparse
 import asyncio
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,11 +58,13 @@ from worker.embedded.stack import (
 )
 from worker.engine.decoder import decode_game
 from worker.engine.engine import Engine, Verdict
+from worker.engine.schedule import read_and_plan
 from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN
 from worker.settings import WorkerSettings
 from worker.store import keys
+from worker.store.redis_store import RedisStore
 from worker.store.state_codec import decode_state, encode_state
 from worker.stream.publisher import Publisher
 
@@ -217,27 +221,105 @@ class Drain:
     cpu_per_1000: float  # the consumer processes
     infra_cpu_per_1000: float  # broker + Redis
     peak_rss_mib: float  # the largest consumer process
+    redis_cpu_us_per_game: float  # the Redis server's CPU (INFO cpu) over the drain, per game
     redis_trips_per_game: float | None = None
+    commands: dict[str, tuple[int, float]] = field(default_factory=dict)  # command -> (calls, µs per game)
+
+    @property
+    def cpu_us_per_game(self) -> float:
+        return self.cpu_per_1000 * 1000
 
 
-async def measure_drain(stack: Stack, total: int, timeout: float) -> tuple[float, int, dict[int, float]]:
+async def redis_cpu(url: str) -> float:
+    """The Redis server's CPU seconds so far (`INFO cpu`: user + system of the main process)."""
+    client = Redis.from_url(url)
+    try:
+        info = await client.info("cpu")
+    finally:
+        await client.aclose()
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+async def reset_redis_commands(url: str) -> None:
+    """Command statistics (`INFO commandstats`) from zero."""
+    client = Redis.from_url(url)
+    try:
+        await client.config_resetstat()
+    finally:
+        await client.aclose()
+
+
+async def redis_commands(url: str, games: int) -> dict[str, tuple[int, float]]:
+    """Command -> (calls, server µs per game) since `reset_redis_commands`, the commands that
+    scripts call included (`INFO commandstats`)."""
+    client = Redis.from_url(url)
+    try:
+        stats = await client.info("commandstats")
+    finally:
+        await client.aclose()
+    return {
+        name.removeprefix("cmdstat_"): (int(v["calls"]), float(v["usec"]) / games)
+        for name, v in stats.items()
+        if isinstance(v, dict)
+    }
+
+
+async def time_scripts(workdir: Path, lines: Sequence[bytes], seed_csv: Path) -> dict[str, float]:
+    """Server µs per game of each of the worker's scripts on a fixed batch: the first `len(lines)`
+    games read, planned and applied as one batch on a fresh Redis with the seed imported, then
+    every claimed event acknowledged (`INFO commandstats`' time of EVALSHA after each step)."""
+    engine = Engine(ArenaRules(), Points(DEFAULTS.training_rating))
+    games = [decode_game(line, DEFAULTS.max_message_bytes) for line in lines]
+    with stack_in(workdir) as stack:
+        await stack.start(seed_csv)
+        client = Redis.from_url(stack.redis.url)
+        store = RedisStore(client, PREFIX, "bench", lease_seconds=60, retention_seconds=86400)
+
+        async def server_us() -> float:
+            return float((await client.info("commandstats"))["cmdstat_evalsha"]["usec"])
+
+        try:
+            await store.read([], [])  # the scripts loaded, the guard's keys in place
+            before = await server_us()
+            _, _, planned = await read_and_plan(engine, games, store.read)
+            after_read = await server_us()
+            _, claimed = await store.apply([p.write for p in planned if p.write is not None])
+            after_apply = await server_us()
+            outboxes = {rating: list(events) for rating, events in claimed.outboxes.items()}
+            while outboxes:  # in rounds, one event per rating each, as the worker publishes
+                heads = {rating: events.pop(0) for rating, events in outboxes.items()}
+                outboxes = {rating: events for rating, events in outboxes.items() if events}
+                await store.ack(heads, keep=outboxes.keys())
+            after_ack = await server_us()
+        finally:
+            await client.aclose()
+    n = len(games)
+    return {
+        "read": (after_read - before) / n,
+        "apply": (after_apply - after_read) / n,
+        "ack": (after_ack - after_apply) / n,
+    }
+
+
+async def measure_drain(stack: Stack, total: int, timeout: float) -> tuple[float, int, dict[int, float], float]:
     """From the group's first commit to its commit of `total` records: (seconds, records, CPU
-    seconds per process over that window), the processes being the consumers, broker, Redis."""
+    seconds per process over that window, the processes being the consumers, broker, Redis;
+    the Redis server's CPU seconds over that window by `INFO cpu`)."""
     pids = [p.pid for p in stack.consumers]
     infra = [pid for pid in (stack.broker.process, stack.redis.process) if pid is not None]
     watched = pids + [p.pid for p in infra]
     async with Committed(stack.bootstrap) as committed:
         deadline = time.monotonic() + timeout
-        first: tuple[float, int, dict[int, float]] | None = None
+        first: tuple[float, int, dict[int, float], float] | None = None
         while True:
             done = await committed.total()
             now = time.perf_counter()
             if first is None and done > 0:
-                first = (now, done, {pid: cpu_seconds(pid) for pid in watched})
+                first = (now, done, {pid: cpu_seconds(pid) for pid in watched}, await redis_cpu(stack.redis.url))
             if done >= total:
                 assert first is not None
                 cpu = {pid: cpu_seconds(pid) - first[2][pid] for pid in watched}
-                return now - first[0], total - first[1], cpu
+                return now - first[0], total - first[1], cpu, await redis_cpu(stack.redis.url) - first[3]
             for p in stack.consumers:
                 if p.poll() is not None:
                     raise RuntimeError(f"consumer {p.args!r} exited with {p.returncode}")
@@ -246,12 +328,12 @@ async def measure_drain(stack: Stack, total: int, timeout: float) -> tuple[float
             await asyncio.sleep(POLL)
 
 
-def drain_result(stack: Stack, seconds: float, records: int, cpu: dict[int, float]) -> Drain:
+def drain_result(stack: Stack, seconds: float, records: int, cpu: dict[int, float], redis_seconds: float) -> Drain:
     consumers = {p.pid for p in stack.consumers}
     mine = sum(c for pid, c in cpu.items() if pid in consumers)
     infra = sum(c for pid, c in cpu.items() if pid not in consumers)
     peak = max(memory_kib(pid, "VmHWM") for pid in consumers) / 1024
-    return Drain(records / seconds, mine / records * 1000, infra / records * 1000, peak)
+    return Drain(records / seconds, mine / records * 1000, infra / records * 1000, peak, redis_seconds / records * 1e6)
 
 
 def scrape(port: int) -> list[str]:
@@ -300,16 +382,18 @@ async def run_drain(workdir: Path, kind: str, lines: Sequence[bytes], seed_csv: 
     with stack_in(workdir) as stack:
         await stack.start(None if kind == "ceiling" else seed_csv)
         await produce_backlog(stack.bootstrap, lines)
+        await reset_redis_commands(stack.redis.url)
         ports: list[int] = []
         if kind == "worker":
             ports = stack.start_workers(workers)
         else:
             stack.start_child(kind, len(lines))
-        seconds, records, cpu = await measure_drain(stack, len(lines), timeout=1800)
-        result = drain_result(stack, seconds, records, cpu)
+        seconds, records, cpu, redis_seconds = await measure_drain(stack, len(lines), timeout=1800)
+        result = drain_result(stack, seconds, records, cpu, redis_seconds)
+        result.commands = await redis_commands(stack.redis.url, len(lines))
         if kind == "worker":
             result.redis_trips_per_game = redis_round_trips(ports) / len(lines)
-        elif kind == "naive":
+        elif kind in ("naive", "batched"):
             result.redis_trips_per_game = stack.child_report()["redis_round_trips"] / len(lines)
         else:
             result.redis_trips_per_game = 0.0
@@ -621,10 +705,55 @@ async def naive_child(bootstrap: str, redis_url: str, expect: int) -> dict[str, 
     return {"games": done, "redis_round_trips": trips}
 
 
+async def batched_child(bootstrap: str, redis_url: str, expect: int) -> dict[str, float]:
+    """The careful batched loop a strong engineer writes in a day: per `getmany`, one MGET of the
+    batch's states, the project's engine over them in consumed order, one pipelined write of the
+    new states, the events by `send_batch`, a commit. No idempotency records, no outboxes, no
+    leases: correct for one instance that never crashes between its write and its commit."""
+    engine = Engine(ArenaRules(), Points(DEFAULTS.training_rating))
+    consumer = games_consumer(bootstrap)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_batch_size=1 << 20)
+    redis = Redis.from_url(redis_url)
+    publisher = Publisher(producer, RATINGS_TOPIC, 60)
+    await asyncio.gather(consumer.start(), producer.start())
+    done = trips = 0
+    try:
+        while done < expect:
+            batches = await consumer.getmany(timeout_ms=200, max_records=DEFAULTS.batch_size)
+            games = [decode_game(r.value, DEFAULTS.max_message_bytes) for records in batches.values() for r in records]
+            ratings = sorted({r for g in games for r in engine.ratings_read(g) or ()})
+            states = {}
+            if ratings:
+                values = await redis.mget([keys.state_key(PREFIX, r) for r in ratings])
+                trips += 1
+                states = {r: UNSEEN if v is None else decode_state(v) for r, v in zip(ratings, values, strict=True)}
+            written, events = {}, []
+            for game in games:
+                for update in engine.apply(game, states, None).updates:
+                    states[update.key] = written[update.key] = update.state
+                    events.append((update.key.encode(), update.payload))
+            if written:
+                async with redis.pipeline(transaction=False) as pipe:
+                    for rating, state in written.items():
+                        pipe.set(keys.state_key(PREFIX, rating), encode_state(state))
+                    await pipe.execute()
+                trips += 1
+            await publisher.send(events)
+            if batches:
+                await consumer.commit()
+            done += len(games)
+    finally:
+        await asyncio.gather(consumer.stop(), producer.stop())
+        await redis.aclose()
+    return {"games": done, "redis_round_trips": trips}
+
+
 async def child(args: argparse.Namespace) -> None:
     """Consume `expect` games, print the report, then stay (alive, measurable) until killed."""
     if args.child == "ceiling":
         report = await ceiling_child(args.bootstrap, args.expect)
+    elif args.child == "batched":
+        report = await batched_child(args.bootstrap, args.redis_url, args.expect)
     else:
         report = await naive_child(args.bootstrap, args.redis_url, args.expect)
     print(json.dumps(report), flush=True)
@@ -672,30 +801,88 @@ async def bench(args: argparse.Namespace) -> None:
     print(f"(machine: {os.cpu_count()} cores, Python {sys.version.split()[0]})")
 
 
+def replay_cpu_us_per_game(workdir: Path, lines: Sequence[bytes], seed_csv: Path) -> float:
+    """`rating-worker rate`'s CPU per game on the same games and seed: the CPU of a replay of them
+    less that of a replay of no games (start-up and seeding), both whole processes."""
+    games, empty = workdir / "games.jsonl", workdir / "empty.jsonl"
+    games.write_bytes(b"".join(line + b"\n" for line in lines))
+    empty.write_bytes(b"")
+
+    def cpu_of(path: Path) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        command = [sys.executable, "-m", "worker", "rate", str(path), "--seed", str(seed_csv)]
+        subprocess.run([*command, "--out", "/dev/null", "--dlq", "/dev/null"], check=True, capture_output=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+    return (cpu_of(games) - cpu_of(empty)) / len(lines) * 1e6
+
+
+def median_drain(runs: Sequence[Drain]) -> Drain:
+    """The run of median speed (its other figures with it, so that a row is one run)."""
+    return sorted(runs, key=lambda d: d.games_per_s)[len(runs) // 2]
+
+
 async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) -> dict[str, Drain]:
     lines = list(workload(args.players, args.games))
-    _progress(f"backlog of {len(lines)} games: ceiling")
-    drains = {"ceiling": await run_drain(workdir, "ceiling", lines, seed_csv)}
-    _progress(f"backlog of {args.naive_games} games: naive loop")
-    drains["naive"] = await run_drain(workdir, "naive", lines[: args.naive_games], seed_csv)
-    for n in (1, 2):
-        _progress(f"backlog of {len(lines)} games: worker x{n}")
-        drains[f"worker x{n}"] = await run_drain(workdir, "worker", lines, seed_csv, workers=n)
-    header = ["consumer", "games", "games/s", "CPU s/1000 games", "broker+Redis CPU s/1000", "Redis trips/game"]
-    rows = [[*header, "peak RSS MiB"]]
+    kinds = [("ceiling", "ceiling", 1), ("batched loop", "batched", 1), ("naive loop", "naive", 1)]
+    kinds += [("worker x1", "worker", 1), ("worker x2", "worker", 2)]
+    runs: dict[str, list[Drain]] = {name: [] for name, _, _ in kinds}
+    replay: list[float] = []
+    for run in range(1, args.runs + 1):
+        for name, kind, workers in kinds:
+            backlog = lines[: args.naive_games] if kind == "naive" else lines
+            _progress(f"run {run}: backlog of {len(backlog)} games: {name}")
+            runs[name].append(await run_drain(workdir, kind, backlog, seed_csv, workers=workers))
+            d = runs[name][-1]
+            print(
+                f"run {run}: {name}: {d.games_per_s:,.0f} games/s, {d.cpu_us_per_game:.0f} µs CPU/game, "
+                f"Redis {d.redis_cpu_us_per_game:.1f} µs CPU/game",
+                flush=True,
+            )
+        replay.append(replay_cpu_us_per_game(workdir, lines, seed_csv))
+        print(f"run {run}: rate (the replay) on the same games: {replay[-1]:.0f} µs CPU/game", flush=True)
+    drains = {name: median_drain(r) for name, r in runs.items()}
+    header = ["consumer", "games", "games/s", "CPU µs/game", "Redis CPU µs/game", "broker+Redis CPU s/1000"]
+    rows = [[*header, "Redis trips/game", "peak RSS MiB"]]
     for name, d in drains.items():
-        games = args.naive_games if name == "naive" else len(lines)
+        games = args.naive_games if name == "naive loop" else len(lines)
         trips = "-" if d.redis_trips_per_game is None else f"{d.redis_trips_per_game:.3f}"
-        speed, cpu, infra = f"{d.games_per_s:,.0f}", f"{d.cpu_per_1000:.2f}", f"{d.infra_cpu_per_1000:.2f}"
-        rows.append([name, str(games), speed, cpu, infra, trips, f"{d.peak_rss_mib:.0f}"])
-    print("\nDraining a backlog (games/s from the group's first commit to its last):\n" + table(rows))
-    ceiling, naive = drains["ceiling"].games_per_s, drains["naive"].games_per_s
-    one, two = drains["worker x1"].games_per_s, drains["worker x2"].games_per_s
+        speed, cpu, infra = f"{d.games_per_s:,.0f}", f"{d.cpu_us_per_game:.0f}", f"{d.infra_cpu_per_1000:.2f}"
+        redis = f"{d.redis_cpu_us_per_game:.1f}"
+        rows.append([name, str(games), speed, cpu, redis, infra, trips, f"{d.peak_rss_mib:.0f}"])
+    print(f"\nDraining a backlog, median of {args.runs} runs (games/s from the group's first commit to its last):")
+    print(table(rows))
+    for name in ("worker x1", "batched loop"):
+        print(f"\nRedis server time per game of {name} by command (commandstats, the scripts' calls included):")
+        top = sorted(drains[name].commands.items(), key=lambda kv: -kv[1][1])[:14]
+        print("  " + ", ".join(f"{n} {us:.1f} µs ({c / args.games:.2f}/game)" for n, (c, us) in top))
+    per_script = await time_scripts(workdir, lines[: DEFAULTS.batch_size], seed_csv)
     print(
-        f"ratios: worker x1 / ceiling {one / ceiling:.2f}, worker x2 / ceiling {two / ceiling:.2f}; "
-        f"worker x1 / naive {one / naive:.1f}, worker x2 / naive {two / naive:.1f}; scaling x2 / x1 {two / one:.2f}"
+        f"the worker's scripts on one batch of {DEFAULTS.batch_size} games (server µs per game): "
+        + ", ".join(f"{name} {us:.1f}" for name, us in per_script.items())
     )
-    return drains
+    ceiling, batched, naive = (drains[n] for n in ("ceiling", "batched loop", "naive loop"))
+    one, two = drains["worker x1"], drains["worker x2"]
+    floor = statistics.median(replay)
+    print(
+        f"\nratios: worker x1 / ceiling {one.games_per_s / ceiling.games_per_s:.2f}, "
+        f"worker x1 / batched loop {one.games_per_s / batched.games_per_s:.2f} (target >= 1.3), "
+        f"worker x2 / batched loop {two.games_per_s / batched.games_per_s:.2f}, "
+        f"worker x1 / naive {one.games_per_s / naive.games_per_s:.1f}, scaling x2 / x1 "
+        f"{two.games_per_s / one.games_per_s:.2f}"
+    )
+    print(
+        f"worker x1 CPU {one.cpu_us_per_game:.0f} µs/game against replay {floor:.0f} + ceiling "
+        f"{ceiling.cpu_us_per_game:.0f} + 10 = {floor + ceiling.cpu_us_per_game + 10:.0f} µs/game "
+        "(target: at most that)"
+    )
+    print(
+        f"Redis CPU: worker x1 {one.redis_cpu_us_per_game:.1f} µs/game, batched loop "
+        f"{batched.redis_cpu_us_per_game:.1f} µs/game: "
+        f"{one.redis_cpu_us_per_game / batched.redis_cpu_us_per_game:.1f}x (target <= 4x)"
+    )
+    return {"ceiling": ceiling, "naive": naive, "batched": batched, "worker x1": one, "worker x2": two}
 
 
 async def latency_part(args: argparse.Namespace, workdir: Path, seed_csv: Path, naive_rate: float) -> None:
@@ -745,8 +932,9 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=["drain", "latency", "soak"], help="one part (latency needs the naive rate: --naive-rate)"
     )
+    parser.add_argument("--runs", type=int, default=3, help="drains of each consumer (the median is shown)")
     parser.add_argument("--naive-rate", type=float, help="offered load of the naive loop's latency run")
-    parser.add_argument("--child", choices=["ceiling", "naive"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["ceiling", "naive", "batched"], help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--redis-url", help=argparse.SUPPRESS)
     parser.add_argument("--expect", type=int, help=argparse.SUPPRESS)
