@@ -32,6 +32,8 @@ import asyncio
 import json
 import os
 import resource
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -44,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from redis.asyncio import Redis
 
 from worker.embedded.simulation import ArenaSimulation
@@ -51,7 +54,6 @@ from worker.embedded.stack import (
     TANSU_FETCH_WAIT_MS,
     Broker,
     RedisServer,
-    create_topics,
     free_port,
     start_worker,
     worker_env,
@@ -102,33 +104,76 @@ def memory_kib(pid: int, field_name: str) -> int:
 # --- the stack ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Links:
+    """Latency added to every client's links to the broker and to Redis, each way (0: direct)."""
+
+    kafka_ms: float = 0.0
+    redis_ms: float = 0.0
+
+    def __str__(self) -> str:
+        return f"+{self.kafka_ms:g} ms to Kafka, +{self.redis_ms:g} ms to Redis" if self else "direct links"
+
+    def __bool__(self) -> bool:
+        return bool(self.kafka_ms or self.redis_ms)
+
+
 @dataclass
 class Stack:
-    """A fresh broker and Redis with the bench's topics, and the arena's seed imported."""
+    """A fresh broker and Redis with the bench's topics, and the arena's seed imported; with
+    `links`, every client reaches them through a delay line (`delay_line`)."""
 
     workdir: Path
+    links: Links = field(default_factory=Links)
     broker: Broker = field(default_factory=Broker)
     redis: RedisServer = field(init=False)
     consumers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    proxies: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    redis_url: str = ""  # what the clients use: Redis's own, or its delay line's
 
     def __post_init__(self) -> None:
         self.redis = RedisServer(directory=Path(tempfile.mkdtemp(dir=self.workdir)))
+        self.redis_url = self.redis.url
 
     @property
     def bootstrap(self) -> str:
         return self.broker.bootstrap
 
+    def _delay_line(self, upstream: int, delay_ms: float) -> int:
+        listen = free_port()
+        command = [sys.executable, __file__, "--child", "proxy", "--upstream", str(upstream), "--listen", str(listen)]
+        proxy = subprocess.Popen(
+            [*command, "--delay-ms", str(delay_ms)], stdout=subprocess.PIPE, start_new_session=True
+        )
+        self.proxies.append(proxy)
+        assert proxy.stdout is not None and proxy.stdout.readline(), "the delay line did not start"
+        return listen
+
     async def start(self, seed_csv: Path | None) -> None:
+        if self.links.kafka_ms:  # the broker tells clients to connect to its delay line
+            self.broker.advertised_port = self._delay_line(self.broker.port, self.links.kafka_ms)
         self.broker.start()
         self.redis.start()
-        await create_topics(self.bootstrap, {GAMES_TOPIC: PARTITIONS, RATINGS_TOPIC: OUT_PARTITIONS, DLQ_TOPIC: 1})
+        if self.links.redis_ms:
+            self.redis_url = f"redis://127.0.0.1:{self._delay_line(self.redis.port, self.links.redis_ms)}/0"
+        # Retention stated: Apache Kafka describes it for every topic, tansu only when it was set
+        # at creation, and Quix Streams derives its repartition topic's from the input's.
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap)
+        await admin.start()
+        try:
+            topics = {GAMES_TOPIC: PARTITIONS, RATINGS_TOPIC: OUT_PARTITIONS, DLQ_TOPIC: 1}
+            retention = {"retention.ms": "-1"}
+            await admin.create_topics([NewTopic(name, n, 1, topic_configs=retention) for name, n in topics.items()])
+        finally:
+            await admin.close()
         if seed_csv is not None:
             command = [sys.executable, "-m", "worker", "import", str(seed_csv)]
             subprocess.run(command, env=self.env(), check=True, capture_output=True, timeout=600)
 
     def env(self, **settings: object) -> dict[str, str]:
         names = {"topic_games": GAMES_TOPIC, "topic_ratings": RATINGS_TOPIC, "topic_dead_letters": DLQ_TOPIC}
-        return worker_env(self.broker, self.redis, kafka_group_id=GROUP, log_level="warning", **names, **settings)
+        env = worker_env(self.broker, self.redis, kafka_group_id=GROUP, log_level="warning", **names, **settings)
+        return env | {"RATING_REDIS_URL": self.redis_url}
 
     def start_workers(self, n: int, **settings: object) -> list[int]:
         """`rating-worker run` n times; returns their metrics ports."""
@@ -142,7 +187,7 @@ class Stack:
 
     def start_child(self, kind: str, expect: int) -> None:
         command = [sys.executable, __file__, "--child", kind, "--bootstrap", self.bootstrap]
-        command += ["--redis-url", self.redis.url, "--expect", str(expect)]
+        command += ["--redis-url", self.redis_url, "--expect", str(expect)]
         self.consumers.append(subprocess.Popen(command, stdout=subprocess.PIPE, start_new_session=True))
 
     def child_report(self) -> dict[str, float]:
@@ -153,7 +198,7 @@ class Stack:
         return report
 
     def kill(self) -> None:
-        for p in self.consumers:
+        for p in self.consumers + self.proxies:
             if p.poll() is None:
                 p.kill()
                 p.wait()
@@ -162,8 +207,8 @@ class Stack:
 
 
 @contextmanager
-def stack_in(workdir: Path) -> Iterator[Stack]:
-    stack = Stack(workdir)
+def stack_in(workdir: Path, links: Links = Links()) -> Iterator[Stack]:
+    stack = Stack(workdir, links)
     try:
         yield stack
     finally:
@@ -224,6 +269,7 @@ class Drain:
     redis_cpu_us_per_game: float  # the Redis server's CPU (INFO cpu) over the drain, per game
     redis_trips_per_game: float | None = None
     commands: dict[str, tuple[int, float]] = field(default_factory=dict)  # command -> (calls, µs per game)
+    profile: dict[str, float] = field(default_factory=dict)  # part -> share of the CPU samples (py-spy)
 
     @property
     def cpu_us_per_game(self) -> float:
@@ -378,17 +424,76 @@ def histogram_quantile(q: float, before: dict[float, float], after: dict[float, 
     return lower
 
 
-async def run_drain(workdir: Path, kind: str, lines: Sequence[bytes], seed_csv: Path, workers: int = 1) -> Drain:
-    with stack_in(workdir) as stack:
+# Where a worker's CPU goes, by the innermost frame of each sample that is one of these (the
+# first that matches, in this order): the encoding of events runs inside the engine's calls and
+# pydantic inside the decoder's, so each gets its own share.
+PROFILE_PARTS = [
+    ("encode", ("worker/engine/events.py", "worker/store/state_codec.py")),
+    ("decode", ("worker/engine/decoder.py", "pydantic")),
+    ("engine", ("worker/engine/", "worker/rules/")),
+    ("Redis client", ("redis/", "msgpack", "worker/store/")),
+    ("Kafka client", ("aiokafka/", "kafka/")),
+]
+
+
+def py_spy() -> str | None:
+    """py-spy, if installed (a tool of the benchmark, not a dependency: `pip install py-spy`)."""
+    beside = Path(sys.executable).with_name("py-spy")
+    return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
+def profile_parts(raw: Path) -> dict[str, float]:
+    """Share of the samples of a `py-spy record -f raw` file per part of `PROFILE_PARTS` (and "other")."""
+    counts: dict[str, int] = {name: 0 for name, _ in PROFILE_PARTS} | {"other": 0}
+    for line in raw.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        part = "other"
+        for frame in reversed(stack.split(";")):
+            part = next((name for name, marks in PROFILE_PARTS if any(m in frame for m in marks)), "")
+            if part:
+                break
+        counts[part or "other"] += int(n)
+    total = sum(counts.values()) or 1
+    return {name: c / total for name, c in counts.items()}
+
+
+async def run_drain(
+    workdir: Path,
+    kind: str,
+    lines: Sequence[bytes],
+    seed_csv: Path,
+    workers: int = 1,
+    profile: bool = False,
+    links: Links = Links(),
+) -> Drain:
+    with stack_in(workdir, links) as stack:
         await stack.start(None if kind == "ceiling" else seed_csv)
         await produce_backlog(stack.bootstrap, lines)
         await reset_redis_commands(stack.redis.url)
         ports: list[int] = []
+        spy, raw = None, workdir / f"profile-{time.monotonic_ns()}.txt"
         if kind == "worker":
             ports = stack.start_workers(workers)
+            if profile and (binary := py_spy()) is not None:
+                command = [
+                    binary,
+                    "record",
+                    "-r",
+                    "200",
+                    "-f",
+                    "raw",
+                    "-o",
+                    str(raw),
+                    "-p",
+                    str(stack.consumers[0].pid),
+                ]
+                spy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         else:
             stack.start_child(kind, len(lines))
         seconds, records, cpu, redis_seconds = await measure_drain(stack, len(lines), timeout=1800)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file and exits
+            spy.wait(timeout=60)
         result = drain_result(stack, seconds, records, cpu, redis_seconds)
         result.commands = await redis_commands(stack.redis.url, len(lines))
         if kind == "worker":
@@ -397,7 +502,54 @@ async def run_drain(workdir: Path, kind: str, lines: Sequence[bytes], seed_csv: 
             result.redis_trips_per_game = stack.child_report()["redis_round_trips"] / len(lines)
         else:
             result.redis_trips_per_game = 0.0
+        if spy is not None and raw.exists():
+            result.profile = profile_parts(raw)
         return result
+
+
+PEERS = Path(__file__).with_name("peers")
+QUIX_GUARANTEES = {"quix": "at-least-once", "quix-eos": "exactly-once"}
+
+
+def peers_ready() -> str | None:
+    """The peers' virtual environment, set up if missing (`bench/peers/setup`); None if it fails."""
+    if not (PEERS / ".venv" / "bin" / "python").exists():
+        _progress("setting up bench/peers/.venv (Quix Streams, hashed requirements, type check)")
+        done = subprocess.run([str(PEERS / "setup")], check=False, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"the peers' environment could not be set up (bench/peers/setup):\n{done.stdout}{done.stderr}")
+            return None
+    return str(PEERS / ".venv" / "bin" / "python")
+
+
+async def run_quix_drain(workdir: Path, kind: str, lines: Sequence[bytes], seed_csv: Path, python: str) -> Drain:
+    """Quix Streams (`bench/peers/quix_peer.py`) draining the backlog. Its games are counted where
+    they are rated, after the repartition topic (the input's commits say only that a game was
+    re-keyed): games/s and CPU are the peer's own, from its first game rated to its last; the
+    broker's CPU is over the whole run, joining included (an upper bound)."""
+    with stack_in(workdir) as stack:
+        await stack.start(None)
+        await produce_backlog(stack.bootstrap, lines)
+        command = [python, str(PEERS / "quix_peer.py"), "--bootstrap", stack.bootstrap, "--seed", str(seed_csv)]
+        command += ["--expect", str(len(lines)), "--state-dir", tempfile.mkdtemp(dir=workdir)]
+        command += ["--guarantee", QUIX_GUARANTEES[kind]]
+        env = os.environ | {"PYTHONPATH": str(PEERS.parent.parent)}  # the project's rules
+        log = (workdir / f"quix-{time.monotonic_ns()}.log").open("wb")
+        peer = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+        stack.consumers.append(peer)
+        assert stack.broker.process is not None
+        broker_before = cpu_seconds(stack.broker.process.pid)
+        assert peer.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(peer.stdout.readline), timeout=1800)
+        if not line:
+            raise RuntimeError(f"the Quix peer exited with {peer.wait()} (log: {log.name})")
+        report = json.loads(line)
+        games = report["games"]
+        broker = cpu_seconds(stack.broker.process.pid) - broker_before
+        peak = memory_kib(peer.pid, "VmHWM") / 1024
+        drain = Drain(games / report["seconds"], report["cpu_seconds"] / games * 1000, broker / games * 1000, peak, 0.0)
+        drain.redis_trips_per_game = 0.0
+        return drain
 
 
 @dataclass
@@ -748,8 +900,44 @@ async def batched_child(bootstrap: str, redis_url: str, expect: int) -> dict[str
     return {"games": done, "redis_round_trips": trips}
 
 
+async def delay_line(listen: int, upstream: int, delay: float) -> None:
+    """A TCP proxy that forwards each chunk `delay` seconds after it arrived, both ways, without
+    holding back the chunks behind it: a link's latency, not a bandwidth cap."""
+
+    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def receive() -> None:
+            while data := await reader.read(1 << 16):
+                queue.put_nowait((time.monotonic() + delay, data))
+            queue.put_nowait((0.0, b""))
+
+        async def send() -> None:
+            while (item := await queue.get())[1]:
+                await asyncio.sleep(max(0.0, item[0] - time.monotonic()))
+                writer.write(item[1])
+                await writer.drain()
+            writer.close()
+
+        await asyncio.gather(receive(), send())
+
+    async def connection(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        server_r, server_w = await asyncio.open_connection("127.0.0.1", upstream)
+        await asyncio.gather(pump(client_r, server_w), pump(server_r, client_w), return_exceptions=True)
+        client_w.close()
+        server_w.close()
+
+    server = await asyncio.start_server(connection, "127.0.0.1", listen)
+    print("listening", flush=True)
+    await server.serve_forever()
+
+
 async def child(args: argparse.Namespace) -> None:
-    """Consume `expect` games, print the report, then stay (alive, measurable) until killed."""
+    """Consume `expect` games, print the report, then stay (alive, measurable) until killed
+    (or, for `proxy`, forward until killed)."""
+    if args.child == "proxy":
+        await delay_line(args.listen, args.upstream, args.delay_ms / 1000)
+        return
     if args.child == "ceiling":
         report = await ceiling_child(args.bootstrap, args.expect)
     elif args.child == "batched":
@@ -783,6 +971,8 @@ async def bench(args: argparse.Namespace) -> None:
     if args.only in (None, "drain"):
         drains = await drain_part(args, workdir, seed_csv)
         naive_rate = naive_rate or 0.8 * drains["naive"].games_per_s
+    if args.only in (None, "links"):
+        await links_part(args, workdir, seed_csv)
     if args.only in (None, "latency"):
         if naive_rate is None:
             raise SystemExit("--only latency needs --naive-rate (80% of the naive loop's drain rate)")
@@ -826,6 +1016,9 @@ def median_drain(runs: Sequence[Drain]) -> Drain:
 async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) -> dict[str, Drain]:
     lines = list(workload(args.players, args.games))
     kinds = [("ceiling", "ceiling", 1), ("batched loop", "batched", 1), ("naive loop", "naive", 1)]
+    python = peers_ready()
+    if python is not None:
+        kinds += [("Quix at-least-once", "quix", 1), ("Quix exactly-once", "quix-eos", 1)]
     kinds += [("worker x1", "worker", 1), ("worker x2", "worker", 2)]
     runs: dict[str, list[Drain]] = {name: [] for name, _, _ in kinds}
     replay: list[float] = []
@@ -833,7 +1026,12 @@ async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) ->
         for name, kind, workers in kinds:
             backlog = lines[: args.naive_games] if kind == "naive" else lines
             _progress(f"run {run}: backlog of {len(backlog)} games: {name}")
-            runs[name].append(await run_drain(workdir, kind, backlog, seed_csv, workers=workers))
+            if kind in QUIX_GUARANTEES:
+                assert python is not None
+                runs[name].append(await run_quix_drain(workdir, kind, backlog, seed_csv, python))
+            else:
+                profile = name == "worker x1"
+                runs[name].append(await run_drain(workdir, kind, backlog, seed_csv, workers=workers, profile=profile))
             d = runs[name][-1]
             print(
                 f"run {run}: {name}: {d.games_per_s:,.0f} games/s, {d.cpu_us_per_game:.0f} µs CPU/game, "
@@ -857,13 +1055,23 @@ async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) ->
         print(f"\nRedis server time per game of {name} by command (commandstats, the scripts' calls included):")
         top = sorted(drains[name].commands.items(), key=lambda kv: -kv[1][1])[:14]
         print("  " + ", ".join(f"{n} {us:.1f} µs ({c / args.games:.2f}/game)" for n, (c, us) in top))
+    one = drains["worker x1"]
+    if one.profile:
+        print(
+            f"where worker x1's CPU goes (py-spy, {one.cpu_us_per_game:.0f} µs/game): "
+            + ", ".join(
+                f"{name} {share:.0%} ({share * one.cpu_us_per_game:.0f} µs)" for name, share in one.profile.items()
+            )
+        )
+    else:
+        print("where worker x1's CPU goes: not measured (py-spy is not installed: pip install py-spy)")
     per_script = await time_scripts(workdir, lines[: DEFAULTS.batch_size], seed_csv)
     print(
         f"the worker's scripts on one batch of {DEFAULTS.batch_size} games (server µs per game): "
         + ", ".join(f"{name} {us:.1f}" for name, us in per_script.items())
     )
     ceiling, batched, naive = (drains[n] for n in ("ceiling", "batched loop", "naive loop"))
-    one, two = drains["worker x1"], drains["worker x2"]
+    two = drains["worker x2"]
     floor = statistics.median(replay)
     print(
         f"\nratios: worker x1 / ceiling {one.games_per_s / ceiling.games_per_s:.2f}, "
@@ -872,6 +1080,9 @@ async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) ->
         f"worker x1 / naive {one.games_per_s / naive.games_per_s:.1f}, scaling x2 / x1 "
         f"{two.games_per_s / one.games_per_s:.2f}"
     )
+    for name in ("Quix at-least-once", "Quix exactly-once"):
+        if name in drains:
+            print(f"worker x1 / {name} {one.games_per_s / drains[name].games_per_s:.2f}")
     print(
         f"worker x1 CPU {one.cpu_us_per_game:.0f} µs/game against replay {floor:.0f} + ceiling "
         f"{ceiling.cpu_us_per_game:.0f} + 10 = {floor + ceiling.cpu_us_per_game + 10:.0f} µs/game "
@@ -883,6 +1094,31 @@ async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) ->
         f"{one.redis_cpu_us_per_game / batched.redis_cpu_us_per_game:.1f}x (target <= 4x)"
     )
     return {"ceiling": ceiling, "naive": naive, "batched": batched, "worker x1": one, "worker x2": two}
+
+
+async def links_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) -> None:
+    """Worker x1 and the batched loop draining the same backlog over direct links and over links
+    with latency (round trips cost what they cost between machines; here they cost nothing)."""
+    lines = list(workload(args.players, args.links_games))
+    slow = Links(args.kafka_latency_ms, args.redis_latency_ms)
+    rows = [["consumer", "links", "games/s", "CPU µs/game", "Redis trips/game"]]
+    speeds: dict[tuple[str, Links], float] = {}
+    for links in (Links(), slow):
+        for name, kind in (("batched loop", "batched"), ("worker x1", "worker")):
+            runs = []
+            for run in range(1, args.runs + 1):
+                _progress(f"run {run}: backlog of {len(lines)} games, {links}: {name}")
+                runs.append(await run_drain(workdir, kind, lines, seed_csv, links=links))
+                print(f"run {run}: {name}, {links}: {runs[-1].games_per_s:,.0f} games/s", flush=True)
+            d = median_drain(runs)
+            speeds[name, links] = d.games_per_s
+            trips = "-" if d.redis_trips_per_game is None else f"{d.redis_trips_per_game:.3f}"
+            rows.append([name, str(links), f"{d.games_per_s:,.0f}", f"{d.cpu_us_per_game:.0f}", trips])
+    print(f"\nDraining {len(lines)} games over direct and slow links, median of {args.runs} runs:")
+    print(table(rows))
+    for links in (Links(), slow):
+        ratio = speeds["worker x1", links] / speeds["batched loop", links]
+        print(f"worker x1 / batched loop, {links}: {ratio:.2f}")
 
 
 async def latency_part(args: argparse.Namespace, workdir: Path, seed_csv: Path, naive_rate: float) -> None:
@@ -930,11 +1166,19 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=30.0)
     parser.add_argument("--soak-seconds", type=float, default=600.0, help="0: no soak")
     parser.add_argument(
-        "--only", choices=["drain", "latency", "soak"], help="one part (latency needs the naive rate: --naive-rate)"
+        "--only",
+        choices=["drain", "links", "latency", "soak"],
+        help="one part (latency needs the naive rate: --naive-rate)",
     )
+    parser.add_argument("--links-games", type=int, default=20_000, help="backlog of the drains over slow links")
+    parser.add_argument("--kafka-latency-ms", type=float, default=5.0, help="added to each way of every Kafka link")
+    parser.add_argument("--redis-latency-ms", type=float, default=1.0, help="added to each way of every Redis link")
     parser.add_argument("--runs", type=int, default=3, help="drains of each consumer (the median is shown)")
     parser.add_argument("--naive-rate", type=float, help="offered load of the naive loop's latency run")
-    parser.add_argument("--child", choices=["ceiling", "naive", "batched"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["ceiling", "naive", "batched", "proxy"], help=argparse.SUPPRESS)
+    parser.add_argument("--listen", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--upstream", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--delay-ms", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
     parser.add_argument("--redis-url", help=argparse.SUPPRESS)
     parser.add_argument("--expect", type=int, help=argparse.SUPPRESS)

@@ -151,6 +151,7 @@ async def test_an_acknowledgement_pops_only_the_event_it_sent_and_keep_renews_th
     second, u2 = game_write(make_game("g2", "a", "c"), after)
     _, claimed = await a.apply([first, second])
     assert claimed.outboxes[rating("a")] == [u1[0].payload, u2[0].payload]
+    assert (await a.read([rating("a")], [])).states[rating("a")] == u2[0].state  # the later of one call's writes
     sent = {rating("a"): u1[0].payload}
     assert await a.ack(sent, keep=[rating("a")]) == []
     assert await a.ack(sent, keep=[rating("a")]) == []  # retried after a lost reply: drops nothing else
