@@ -1030,7 +1030,7 @@ async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) ->
                 assert python is not None
                 runs[name].append(await run_quix_drain(workdir, kind, backlog, seed_csv, python))
             else:
-                profile = name == "worker x1"
+                profile = name == "worker x1" and run == args.runs  # py-spy's samples cost a little: once
                 runs[name].append(await run_drain(workdir, kind, backlog, seed_csv, workers=workers, profile=profile))
             d = runs[name][-1]
             print(
@@ -1041,6 +1041,7 @@ async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) ->
         replay.append(replay_cpu_us_per_game(workdir, lines, seed_csv))
         print(f"run {run}: rate (the replay) on the same games: {replay[-1]:.0f} µs CPU/game", flush=True)
     drains = {name: median_drain(r) for name, r in runs.items()}
+    profiled = runs["worker x1"][-1]
     header = ["consumer", "games", "games/s", "CPU µs/game", "Redis CPU µs/game", "broker+Redis CPU s/1000"]
     rows = [[*header, "Redis trips/game", "peak RSS MiB"]]
     for name, d in drains.items():
@@ -1056,12 +1057,11 @@ async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) ->
         top = sorted(drains[name].commands.items(), key=lambda kv: -kv[1][1])[:14]
         print("  " + ", ".join(f"{n} {us:.1f} µs ({c / args.games:.2f}/game)" for n, (c, us) in top))
     one = drains["worker x1"]
-    if one.profile:
+    if profiled.profile:
+        us = profiled.cpu_us_per_game
         print(
-            f"where worker x1's CPU goes (py-spy, {one.cpu_us_per_game:.0f} µs/game): "
-            + ", ".join(
-                f"{name} {share:.0%} ({share * one.cpu_us_per_game:.0f} µs)" for name, share in one.profile.items()
-            )
+            f"where worker x1's CPU goes (py-spy, run {args.runs}, {us:.0f} µs/game): "
+            + ", ".join(f"{part} {share:.0%} ({share * us:.0f} µs)" for part, share in profiled.profile.items())
         )
     else:
         print("where worker x1's CPU goes: not measured (py-spy is not installed: pip install py-spy)")
