@@ -1,30 +1,41 @@
-"""Streaming benchmark: the worker against the stack's own ceiling and a naive loop.
+"""Streaming benchmark: the worker against the peers a user would pick instead, on one stack.
 
-    .venv/bin/python bench/stream_bench.py [--games 200000] [--naive-games 20000] [--rate 1000]
-                                            [--latency-seconds 30] [--soak-seconds 600]
+    .venv/bin/python bench/stream_bench.py [--games 200000] [--naive-games 20000] [--runs 3]
+                                            [--links-games 20000] [--kafka-latency-ms 5] [--redis-latency-ms 1]
+                                            [--rate 1000] [--latency-seconds 30] [--soak-seconds 600]
+                                            [--only drain|links|latency|soak]
 
 Starts the embedded stack (a tansu broker and a redis-server, like the tests; a fresh pair for
-each measurement, so none inherits another's data) and runs three consumers of the same
-generated workload (`ArenaSimulation`: seeded established players, a mix of categories, new
-players qualifying, rematches):
+each measurement, so none inherits another's data) and drains the same generated workload
+(`ArenaSimulation`: seeded established players, a mix of categories, new players qualifying,
+rematches) with each consumer, `--runs` times, the median shown and every run printed:
 
 - ceiling: a pass-through consumer (child process) that parses each game and publishes two
   small events per game with `create_batch`/`send_batch`, then commits; no Redis, no rules;
+- batched loop: per `getmany`, one MGET of the batch's states, the engine, one pipelined write,
+  `send_batch`, a commit; no idempotency records, no outboxes (child process);
 - naive:   one game at a time (child process): read both states and the game's record (one
   MGET), run the engine, write states and record (one MULTI/EXEC), publish each event and
   await it, commit;
+- Quix Streams at-least-once and exactly-once (`bench/peers/quix_peer.py`, from the peers'
+  own virtual environment, set up by `bench/peers/setup` when missing; skipped, with the
+  reason, if it cannot be);
 - worker:  `rating-worker run` as shipped (default settings), 1 and 2 processes.
 
-For each it prints: games/s draining a backlog (from the group's first commit to its last,
-read from the committed offsets every 50 ms), end-to-end latency p50/p99/p99.9 at a steady
-offered load (the input record's timestamp -> the first of the game's output records seen
-by a probe consumer, an upper bound of "acknowledged" by one fetch), CPU seconds per 1,000
-games (the consumer processes; broker and Redis separately), Redis round trips per game
-(client side: the worker's `rating_redis_seconds_count`, the naive loop's own count), and
-peak RSS (VmHWM); then the ratios, and a soak of one worker at the steady rate with its RSS
-after warm-up and at the end. Numbers are printed, not asserted: the targets and results are in docs/benchmarks.md.
+For each it prints games/s draining a backlog (from the group's first commit to its last,
+read from the committed offsets every 50 ms; Quix's from its first game rated to its last),
+CPU µs per game of the consumer processes, the Redis server's CPU µs per game (`INFO cpu`),
+Redis round trips per game (client side), peak RSS (VmHWM); Redis's time by command
+(`INFO commandstats`), the worker's scripts timed on one fixed batch, worker x1's CPU by part
+(py-spy, if installed), the replay's CPU per game on the same games, and the ratios and
+targets. `links` drains worker x1 and the batched loop over direct links and over links with
+latency (a delay line in front of the broker and Redis). `latency` measures end-to-end
+latency p50/p99/p99.9 at a steady offered load (input timestamp -> the game's first output
+record seen by a probe consumer), `soak` one worker's RSS over a steady load. Numbers are
+printed, not asserted: the targets and results are in docs/benchmarks.md.
 
-`--child ceiling|naive` is internal: the parent starts the two comparison consumers so.
+`--child ceiling|naive|batched|proxy` is internal: the parent starts the comparison consumers
+and the delay lines so.
 """
 
 import argparse
