@@ -458,12 +458,9 @@ def profile_parts(raw: Path) -> dict[str, float]:
     counts: dict[str, int] = {name: 0 for name, _ in PROFILE_PARTS} | {"other": 0}
     for line in raw.read_text().splitlines():
         stack, _, n = line.rpartition(" ")
-        part = "other"
-        for frame in reversed(stack.split(";")):
-            part = next((name for name, marks in PROFILE_PARTS if any(m in frame for m in marks)), "")
-            if part:
-                break
-        counts[part or "other"] += int(n)
+        frames = reversed(stack.split(";"))  # innermost first
+        parts = (name for frame in frames for name, marks in PROFILE_PARTS if any(m in frame for m in marks))
+        counts[next(parts, "other")] += int(n)
     total = sum(counts.values()) or 1
     return {name: c / total for name, c in counts.items()}
 
@@ -884,15 +881,16 @@ async def batched_child(bootstrap: str, redis_url: str, expect: int) -> dict[str
         while done < expect:
             batches = await consumer.getmany(timeout_ms=200, max_records=DEFAULTS.batch_size)
             games = [decode_game(r.value, DEFAULTS.max_message_bytes) for records in batches.values() for r in records]
-            ratings = sorted({r for g in games for r in engine.ratings_read(g) or ()})
+            classified = [engine.classify(g) for g in games]  # once per game, as the worker does
+            ratings = sorted({r for _, keys_read in classified for r in keys_read or ()})
             states = {}
             if ratings:
                 values = await redis.mget([keys.state_key(PREFIX, r) for r in ratings])
                 trips += 1
                 states = {r: UNSEEN if v is None else decode_state(v) for r, v in zip(ratings, values, strict=True)}
             written, events = {}, []
-            for game in games:
-                for update in engine.apply(game, states, None).updates:
+            for game, classification in zip(games, classified, strict=True):
+                for update in engine.apply(game, states, None, classification).updates:
                     states[update.key] = written[update.key] = update.state
                     events.append((update.key.encode(), update.payload))
             if written:

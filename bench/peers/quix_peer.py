@@ -62,15 +62,15 @@ class Peer:
 
     def rate(self, value: dict[str, Any], state: State[str, str]) -> list[Event]:
         game = GameFinished.model_validate(value)
-        ratings = self.engine.ratings_read(game) or ()
+        classification = self.engine.classify(game)  # once per game, as the worker does
         states = {}
-        for rating in ratings:
+        for rating in classification[1] or ():
             stored = state.get(rating)
             if stored is not None:
                 states[rating] = decode_state(stored)
             elif rating in self.seeded:
                 states[rating] = self.seeded[rating]
-        outcome = self.engine.apply(game, states, None)
+        outcome = self.engine.apply(game, states, None, classification)
         events = []
         for update in outcome.updates:
             state.set(update.key, encode_state(update.state).decode())
