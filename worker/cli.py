@@ -230,6 +230,34 @@ def cmd_switch_over(args: argparse.Namespace) -> int:
     return 1 if report.moving else 0
 
 
+def cmd_records(args: argparse.Namespace) -> int:
+    from worker.operate.redis_ops import with_retry  # noqa: PLC0415
+    from worker.service.connections import close_quietly, make_redis  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
+    from worker.store import records  # noqa: PLC0415
+
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    prefix = settings.redis_key_prefix
+
+    async def command() -> tuple[str | None, int | None]:
+        redis = make_redis(settings)
+        try:
+            if args.layout is not None:
+                await with_retry(records.set_layout, redis, prefix, args.layout)
+            return await with_retry(records.layout, redis, prefix)
+        finally:
+            await close_quietly(redis.aclose())
+
+    mode, bits = _one_shot(settings, command)
+    if mode is None:
+        print("records: no worker of this release has written to the store yet", file=sys.stderr)
+    else:
+        legacy = "and legacy keys (for workers of earlier releases)" if mode == "both" else "only"
+        print(f"records: {mode}: compact records in 2^{bits} buckets {legacy}", file=sys.stderr)
+    return 0
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     from schemas.export import check, export  # noqa: PLC0415  # only this command needs it
 
@@ -317,6 +345,17 @@ def build_parser() -> argparse.ArgumentParser:
     switch = commands.add_parser("switch-over", help="publish rebuilt ratings that differ as imported events")
     switch.add_argument("--prefix", default="rating-rebuild:", help="key prefix of the rebuilt state")
     switch.set_defaults(func=cmd_switch_over)
+
+    records = commands.add_parser(
+        "records", help="show the layout the idempotency records are written in, or set it (rolling upgrades)"
+    )
+    records.add_argument(
+        "layout",
+        nargs="?",
+        choices=("compact", "both"),
+        help="compact: once every worker runs this release or later; both: also the legacy keys earlier releases read",
+    )
+    records.set_defaults(func=cmd_records)
 
     topics = commands.add_parser("topics", help="create the input, output and dead-letter topics")
     topics.add_argument("--partitions", type=int, default=12, help="of the input and output topics")

@@ -1,6 +1,6 @@
 """The exact accounting every fault test ends with.
 
-`account`: every offered game applied once (its idempotency record `rating:g:{id}`), audit()
+`account`: every offered game applied once (its idempotency record, tests.support.records), audit()
 clean on the output topic, Redis states equal to each rating's last event, no event of a game
 not applied, no outbox left. It writes the test's report line (fault_report) before asserting,
 so a failing run still reports its numbers.
@@ -75,7 +75,7 @@ async def account(
     twice = {str(event_games[e]) for e, p in payloads.items() if len(p) > 1}
     missing_events = sum(max(s) - len(s) for s in seqs.values())
 
-    held = read_store(stack.redis.url)
+    held = read_store(stack.redis.url, game_ids)
     recorded, stored, pending = held.recorded, held.states, held.outboxes
 
     kept, stale = drop_stale_copies(records) if allow_stale_copies else (records, 0)

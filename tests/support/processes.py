@@ -95,12 +95,18 @@ class Processes:
         self._start("redis-server", server)
         return server
 
-    def worker(self, env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
+    def worker(self, env: Mapping[str, str], log: Path, code: Path | None = None) -> subprocess.Popen[bytes]:
         """`rating-worker run`, its output appended to `log`: the command of `worker.embedded.stack.start_worker`,
-        which leaves its handle of the log open in this process (a ResourceWarning when collected)."""
+        which leaves its handle of the log open in this process (a ResourceWarning when collected).
+        `code`: the checkout whose `worker` package runs (`python -m` finds it first in its working directory)."""
         with log.open("ab") as out:
             process = subprocess.Popen(
-                [sys.executable, "-m", "worker", "run"], env=dict(env), stdout=out, stderr=out, start_new_session=True
+                [sys.executable, "-m", "worker", "run"],
+                env=dict(env),
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                cwd=code,
             )
         return self.register("worker", process)
 

@@ -80,17 +80,24 @@ class Stack:
 
     def start_worker(self, **settings: object) -> subprocess.Popen[bytes]:
         """A worker (`rating-worker run`) logging to worker-N.log, N its index in `workers`."""
-        worker = self.processes.worker(self.env(**settings), self.tmp / f"worker-{len(self.workers)}.log")
+        return self.start_worker_from(None, **settings)
+
+    def start_worker_from(self, code: Path | None, **settings: object) -> subprocess.Popen[bytes]:
+        """A worker of another checkout (`code`: an earlier release), or of this one (None)."""
+        worker = self.processes.worker(self.env(**settings), self.tmp / f"worker-{len(self.workers)}.log", code)
         self.workers.append(worker)
         return worker
 
-    def import_seed(self, seed: Path, *args: str, **settings: object) -> subprocess.CompletedProcess[bytes]:
+    def import_seed(
+        self, seed: Path, *args: str, code: Path | None = None, **settings: object
+    ) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(
             [sys.executable, "-m", "worker", "import", str(seed), *args],
             env=self.env(**settings),
             capture_output=True,
             timeout=120,
             check=False,
+            cwd=code,
         )
 
     def seeded_simulation(self, players: int, seed: int) -> ArenaSimulation:

@@ -20,14 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.asyncio.client import Pipeline
 
 from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, decode_game
 from worker.engine.engine import Engine, SeedRow
 from worker.engine.instants import instant
 from worker.engine.schedule import SeedItem, apply_in_order
-from worker.operate.redis_ops import CHUNK, matching_keys, pipelined, read_states, unlink_all, with_retry
+from worker.operate.redis_ops import CHUNK, matching_keys, read_states, unlink_all, with_retry
 from worker.operate.topic_scan import scan
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.arena import ArenaRules
@@ -35,7 +34,7 @@ from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN, RatingState
 from worker.service.connections import close_quietly, make_redis
 from worker.settings import KEY_PATTERN_CHARS, WorkerSettings
-from worker.store import keys
+from worker.store import keys, records
 from worker.store.state_codec import encode_state
 from worker.stream.retry import REDIS_CONNECT, retrying
 
@@ -168,17 +167,11 @@ async def _write_records(redis: "Redis", prefix: str, store: MemoryBackend[Ratin
     """The records of the games that arrived within the last retention (by their input record's
     timestamp, as the workers' records expire a retention after they applied them): a copy of
     one of them that the switch-over reads is then a duplicate, as it is for the workers."""
-    retention_seconds = history.recent_seconds
+    retention_ms = history.recent_seconds * 1000
     recent = sorted(history.recent)
     for start in range(0, len(recent), CHUNK):
-
-        def write(pipe: Pipeline, chunk: list[str] = recent[start : start + CHUNK]) -> None:
-            for game_id in chunk:
-                digest = store.record(game_id)
-                if digest is not None:
-                    pipe.set(keys.game_key(prefix, game_id), digest.hex(), ex=retention_seconds)
-
-        await pipelined(redis, write)
+        chunk = [(g, d) for g in recent[start : start + CHUNK] if (d := store.record(g)) is not None]
+        await with_retry(records.remember, redis, prefix, chunk, retention_ms, False)
 
 
 def same_rating(live: RatingState, rebuilt: RatingState) -> bool:

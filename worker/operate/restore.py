@@ -45,7 +45,7 @@ from worker.rules.state import QualifyingGame, RatingState
 from worker.rules.system import Kind
 from worker.service.connections import close_quietly, make_redis
 from worker.settings import WorkerSettings
-from worker.store import keys
+from worker.store import keys, records
 from worker.store.state_codec import encode_state
 from worker.stream.retry import REDIS_CONNECT, retrying
 
@@ -227,12 +227,8 @@ def _queue(commands: list[tuple[str, tuple[Any, ...]]]) -> Callable[[Pipeline], 
 async def record_games(redis: "Redis", prefix: str, games: set[str], retention_ms: int, report: RestoreReport) -> None:
     ids = sorted(games)
     for start in range(0, len(ids), CHUNK):
-
-        def record(pipe: Pipeline, chunk: list[str] = ids[start : start + CHUNK]) -> None:
-            for game_id in chunk:
-                pipe.set(keys.game_key(prefix, game_id), RESTORED.hex(), px=retention_ms, nx=True)
-
-        report.games_recorded += sum(1 for ok in await pipelined(redis, record) if ok)
+        chunk = [(game_id, RESTORED) for game_id in ids[start : start + CHUNK]]
+        report.games_recorded += await with_retry(records.remember, redis, prefix, chunk, retention_ms, True)
 
 
 async def clear_leases(redis: "Redis", prefix: str, report: RestoreReport) -> None:

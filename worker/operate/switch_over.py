@@ -42,7 +42,7 @@ from worker.rules.state import UNSEEN, RatingState
 from worker.service.connections import close_quietly, make_redis
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
-from worker.store import keys
+from worker.store import keys, records
 from worker.stream.retry import REDIS_CONNECT, retrying
 
 ROUNDS = 5  # rounds for ratings that moved while they were compared
@@ -157,10 +157,8 @@ async def _bring_forward(
     rebuilt_records: dict[str, bytes] = {}
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
-        live = await with_retry(redis.mget, [keys.game_key(settings.redis_key_prefix, g) for g in chunk])
-        applied.update(g for g, v in zip(chunk, live, strict=True) if v is not None)
-        ours: list[Any] = await with_retry(redis.mget, [keys.game_key(prefix, g) for g in chunk])
-        rebuilt_records.update({g: bytes.fromhex(v.decode()) for g, v in zip(chunk, ours, strict=True) if v})
+        applied.update(await with_retry(records.lookup, redis, settings.redis_key_prefix, chunk))
+        rebuilt_records.update(await with_retry(records.lookup, redis, prefix, chunk))
     games = [g for g in history.games if g.game_id in applied]
     engine = Engine(ArenaRules(), Points(settings.training_rating))
     touched = {k for g in games for k in engine.ratings_read(g) or ()}

@@ -7,12 +7,19 @@ contain ":" or "/", so no key of one kind can collide with another or with anoth
 STATE = "s:"  # {prefix}s:{rating} -> the rating's state (string, see worker.store.state_codec)
 OUTBOX = "o:"  # {prefix}o:{rating} -> list of encoded events written but not yet acknowledged by Kafka
 LEASE = "l:"  # {prefix}l:{rating} -> the token of the process allowed to flush that outbox (expires)
-GAME = "g:"  # {prefix}g:{game_id} -> the game's facts digest (hex), expires after the retention
+# {prefix}g:{game_id} -> the game's facts digest (hex), expires after the retention: the legacy
+# layout of the idempotency records, read always and written while `records` (below) is `both`
+GAME = "g:"
+# {prefix}r:{bucket} -> hash: 10 bytes of a game id's hash -> its facts digest and expiry hour: the
+# compact layout of the idempotency records (see worker.store.records)
+RECORDS = "r:"
 # {prefix}w:{topic} -> hash: input partition -> the offset below which every record is applied
 # (or recorded, or dead-lettered); written with the batch's last apply (see worker.store.redis_store)
 WATERMARK = "w:"
 # {prefix}store -> hash: `epoch` (raised by each restore) and `writes` (raised by each apply that
-# writes): a store that went back in time has lower values than a worker saw (see worker.store.redis_store)
+# writes): a store that went back in time has lower values than a worker saw (see worker.store.redis_store);
+# `records` (`both` or `compact`) and `record_bits`: the layout of the idempotency records, and
+# `sweep_next`, `sweep_pass`: where the sweep of expired records stands (see worker.store.records)
 STORE = "store"
 # {prefix}untrusted -> why the store refuses work until `rating-worker restore` runs (no expiry)
 UNTRUSTED = "untrusted"

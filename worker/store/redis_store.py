@@ -1,7 +1,8 @@
 """Rating states, idempotency records and outboxes in Redis, written by atomic check-and-set.
 
 Three scripts, each one round trip for a whole batch:
-- `read`: the states, outbox lengths and game records a batch needs;
+- `read`: the states, outbox lengths and game records a batch needs (records: see
+  `worker.store.records`; the scripts also sweep the expired ones);
 - `apply`: for each game in order, checks that every state it read still has the seq it
   read (and that the game is still unrecorded), then writes its new states, appends its
   events to the outboxes and records the game, all or nothing per game; a game that fails
@@ -41,6 +42,7 @@ a single Redis primary (standalone or Sentinel), not Redis Cluster.
 """
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Generic
@@ -54,6 +56,7 @@ from worker import metrics
 from worker.rules.state import RatingState
 from worker.store import keys, scripts
 from worker.store.protocol import Claimed, S, Snapshot, StateCodec, Watermark, Write
+from worker.store.records import pack, record_hash
 from worker.store.state_codec import RATING_STATES
 
 log = logging.getLogger(__name__)
@@ -100,7 +103,9 @@ class RedisStateStore(Generic[S]):
 
     async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot[S]:
         with metrics.REDIS_SECONDS.labels("read").time():
-            packed = await self._run(self._read, _pack(ratings), _pack(game_ids))
+            packed = await self._run(
+                self._read, pack(ratings), pack(game_ids), pack([record_hash(g) for g in game_ids]), int(time.time())
+            )
         reply = msgpack.unpackb(packed, raw=True)  # a missing key is `false`
         states: dict[str, S] = {}
         unconfirmed = {}
@@ -112,7 +117,7 @@ class RedisStateStore(Generic[S]):
         for n, game_id in enumerate(game_ids):
             value = reply[2 * len(ratings) + n]
             if value is not False:
-                records[game_id] = bytes.fromhex(value.decode())
+                records[game_id] = value
         return Snapshot(states, unconfirmed, records)
 
     async def apply(
@@ -124,13 +129,14 @@ class RedisStateStore(Generic[S]):
         does not apply is recomputed and applied by a later call, which carries them again.
         """
         encode = self.codec.encode
-        packed = _pack(
+        packed = pack(
             [
                 (
                     i.game_id,
-                    i.digest.hex(),
+                    i.digest,
                     [x for read in i.reads for x in read],
                     [(w.key, encode(w.state), w.payload) for w in i.writes],
+                    record_hash(i.game_id) if i.game_id else b"",
                 )
                 for i in items
             ]
@@ -142,8 +148,9 @@ class RedisStateStore(Generic[S]):
                 self.lease_ms,
                 self.retention_ms,
                 packed,
-                _pack(list(flush)),
-                _pack(flat_marks),
+                pack(list(flush)),
+                pack(flat_marks),
+                int(time.time()),
             )
         self._unreplicated = (int(epoch), int(writes))
         if self.wait_replicas == 0:
@@ -176,7 +183,7 @@ class RedisStateStore(Generic[S]):
             return []
         flat = [x for rating, payload in sent.items() for x in (rating, payload, 0 if rating in keep else 1)]
         with metrics.REDIS_SECONDS.labels("ack").time():
-            lost = await self._run(self._ack, self.lease_ms, _pack(flat))
+            lost = await self._run(self._ack, self.lease_ms, pack(flat))
         return [r.decode() for r in lost]
 
     async def check(self) -> bool:
@@ -184,7 +191,7 @@ class RedisStateStore(Generic[S]):
         refuses work. It also keeps this process's `seen` key alive while it idles. Not timed in
         `rating_redis_seconds`, which is the batches' latency."""
         try:
-            await self._run(self._read, _pack([]), _pack([]))
+            await self._run(self._read, pack([]), pack([]), pack([]), int(time.time()))
         except StoreUntrusted as e:
             metrics.STORE_UNTRUSTED.set(1)
             log.error("the Redis store is not trusted: %s; run `rating-worker restore`", e)
@@ -234,14 +241,6 @@ class RedisStore(RedisStateStore[RatingState]):
     """The arena's ratings in Redis."""
 
     codec = RATING_STATES
-
-
-def _pack(value: object) -> bytes:
-    """A script's batch as one argument, in MessagePack (Redis's Lua has `cmsgpack`): one
-    argument instead of thousands, which redis-py would encode one by one in Python. Bytes go
-    as MessagePack's raw strings, which Redis's `cmsgpack` reads (it has no `bin` type)."""
-    packed: bytes = msgpack.packb(value, use_bin_type=False)
-    return packed
 
 
 def _claimed(claimed: list[Any], blocked: list[bytes], ours: dict[str, list[bytes]]) -> Claimed:

@@ -12,6 +12,14 @@ from worker.store import keys
 # mark the store untrusted: a false alarm that restore clears.)
 SEEN_TTL_MS = 24 * 3600 * 1000
 
+# The compact records' buckets: 2^18 hashes, each within Redis's listpack encoding (512 entries by
+# default) from about 0.5 to 100 million live records (see worker.store.records). Kept in the store
+# (`record_bits`) when its first record is written, so that a later default cannot move them.
+RECORD_BITS = 18
+# Every bucket is swept once per pass, at most SWEEP_MAX buckets by one script call.
+SWEEP_PASS_SECONDS = 12 * 3600
+SWEEP_MAX = 32
+
 # Every script starts with this check (see `worker.store.redis_store`). ARGV[1] is the prefix,
 # ARGV[2] the process's token, ARGV[3] and ARGV[4] the epoch and writes it saw after its own
 # last acknowledged apply; a refusal is an error reply "UNTRUSTED reason". The writes count is
@@ -60,19 +68,128 @@ local function each_thousand(command, arguments)
 end
 """
 
+# The idempotency records (see `worker.store.records`). A game is looked up by the 16-byte hash of
+# its id: in the compact layout, the first `record_bits` bits name the bucket (a hash), the next
+# 10 bytes are the field; the value is the facts digest (none for a game restored without its
+# facts) followed by the hour, 3 bytes big-endian, from which the sweep may delete it. The
+# legacy key of the game id is read as well: records written by earlier releases, or by this
+# one while the store's `records` is `both`.
+_RECORDS = """
+local function layout(p)  -- `both` or `compact` and the bucket bits; nil before the first record
+  local v = redis.call('HMGET', p .. $STORE, 'records', 'record_bits')
+  return v[1], tonumber(v[2])
+end
+-- The layout for a writer, set by this release's first write to the store (each apply calls
+-- it first): a store written before, by a release that kept legacy records only (its workers
+-- may still run, in a rolling upgrade), gets `both`; a new one `compact`.
+local function writer_layout(p)
+  local mode, bits = layout(p)
+  if not mode then
+    mode, bits = 'compact', $RECORD_BITS
+    if redis.call('HEXISTS', p .. $STORE, 'writes') == 1 then mode = 'both' end
+    redis.call('HSET', p .. $STORE, 'records', mode, 'record_bits', bits)
+  end
+  return mode, bits
+end
+local function address(p, bits, h)
+  local b1, b2, b3, b4 = string.byte(h, 1, 4)
+  local bucket = math.floor((((b1 * 256 + b2) * 256 + b3) * 256 + b4) / 2 ^ (32 - bits))
+  return p .. $RECORDS .. string.format('%x', bucket), string.sub(h, 5, 14)
+end
+-- For each game: its facts digest (binary; '' if restored without facts) or false.
+local function lookup(p, ids, hashes)
+  local found = {}
+  for i, value in ipairs(mget(p .. $GAME, ids)) do
+    found[i] = value and string.gsub(value, '%x%x', function(x) return string.char(tonumber(x, 16)) end) or false
+  end
+  local mode, bits = layout(p)
+  if bits then
+    for i, h in ipairs(hashes) do
+      local key, field = address(p, bits, h)
+      local value = redis.call('HGET', key, field)
+      if value then found[i] = string.sub(value, 1, -4) end
+    end
+  end
+  return found
+end
+-- The expiry hour of a record written at `now` (the caller's clock, in seconds: Redis's TIME
+-- would need one more command in the worker's ACL), 3 bytes: an hour after the retention, so a
+-- clock up to an hour ahead of the writer's never sweeps a record before its retention.
+local function expiry(now, retention_ms)
+  local hour = math.floor(now / 3600) + math.ceil(retention_ms / 3600000) + 1
+  return string.char(math.floor(hour / 65536) % 256, math.floor(hour / 256) % 256, hour % 256)
+end
+local function to_hex(digest)
+  return (string.gsub(digest, '.', function(c) return string.format('%02x', string.byte(c)) end))
+end
+-- Records a game (`keep`: not over an existing record); returns whether it wrote.
+local function record(p, mode, bits, game_id, h, digest, ends, retention_ms, keep)
+  local key, field = address(p, bits, h)
+  local wrote
+  if keep then
+    wrote = redis.call('HSETNX', key, field, digest .. ends) == 1
+  else
+    redis.call('HSET', key, field, digest .. ends)
+    wrote = true
+  end
+  if mode == 'both' then
+    if keep then
+      redis.call('SET', p .. $GAME .. game_id, to_hex(digest), 'PX', retention_ms, 'NX')
+    else
+      redis.call('SET', p .. $GAME .. game_id, to_hex(digest), 'PX', retention_ms)
+    end
+  end
+  return wrote
+end
+-- Deletes the expired records of the buckets due: every bucket once per $SWEEP_PASS_SECONDS s,
+-- at most $SWEEP_MAX buckets per call (each script call of each worker, and the health check
+-- every 2 s, takes its turn).
+local function sweep(p, now)
+  local store = p .. $STORE
+  local v = redis.call('HMGET', store, 'record_bits', 'sweep_next', 'sweep_pass')
+  if not v[1] then return end
+  local buckets = 2 ^ tonumber(v[1])
+  if not v[3] then
+    redis.call('HSET', store, 'sweep_next', 0, 'sweep_pass', now)
+    return
+  end
+  local first, pass = tonumber(v[2]), tonumber(v[3])
+  local last = math.min(math.floor(buckets * (now - pass) / $SWEEP_PASS_SECONDS), first + $SWEEP_MAX, buckets)
+  if last <= first then return end
+  local hour = math.floor(now / 3600)
+  for b = first, last - 1 do
+    local key = p .. $RECORDS .. string.format('%x', b)
+    local entries = redis.call('HGETALL', key)
+    local stale = {}
+    for i = 2, #entries, 2 do
+      local x, y, z = string.byte(entries[i], -3, -1)
+      if (x * 256 + y) * 256 + z <= hour then stale[#stale + 1] = entries[i - 1] end
+    end
+    for s = 1, #stale, 1000 do redis.call('HDEL', key, unpack(stale, s, math.min(s + 999, #stale))) end
+  end
+  if last >= buckets then
+    redis.call('HSET', store, 'sweep_next', 0, 'sweep_pass', now)
+  else
+    redis.call('HSET', store, 'sweep_next', last)
+  end
+end
+"""
+
 _READ = (
     _GUARD
     + _MGET
+    + _RECORDS
     + """
-local p, ratings, games = ARGV[1], cmsgpack.unpack(ARGV[5]), cmsgpack.unpack(ARGV[6])
+local p, now = ARGV[1], tonumber(ARGV[8])
+local ratings, games, hashes = cmsgpack.unpack(ARGV[5]), cmsgpack.unpack(ARGV[6]), cmsgpack.unpack(ARGV[7])
+sweep(p, now)
 local out = {}
 local states = mget(p .. $STATE, ratings)
 for i, r in ipairs(ratings) do
   out[#out + 1] = states[i]
   out[#out + 1] = redis.call('LLEN', p .. $OUTBOX .. r)
 end
-local records = mget(p .. $GAME, games)
-for i = 1, #games do out[#out + 1] = records[i] end
+for _, found in ipairs(lookup(p, games, hashes)) do out[#out + 1] = found end
 return cmsgpack.pack(out)
 """
 )
@@ -109,11 +226,12 @@ end
 _APPLY = (
     _GUARD
     + _MGET
+    + _RECORDS
     + _CLAIM
     + """
 local p, token = ARGV[1], ARGV[2]
-local lease_ms, retention_ms = tonumber(ARGV[5]), tonumber(ARGV[6])
--- Items: {game_id, digest, {rating, seq read, ...}, {{rating, state, event}, ...}}.
+local lease_ms, retention_ms, now = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[10])
+-- Items: {game_id, digest, {rating, seq read, ...}, {{rating, state, event}, ...}, hash of the id}.
 -- Marks: {topic, partition, offset, ...}: raised only if every item of this call applies.
 local items, flush, marks = cmsgpack.unpack(ARGV[7]), cmsgpack.unpack(ARGV[8]), cmsgpack.unpack(ARGV[9])
 local tainted, results, seen, touched, appended, lengths = {}, {}, {}, {}, {}, {}
@@ -128,17 +246,19 @@ local function seq_in(state)  -- an encoded state starts with its seq
 end
 -- The seqs of the ratings read and the games' records, read once for the whole call and kept
 -- up to date by its own writes (nothing else writes while a script runs).
-local rated, games, listed = {}, {}, {}
+local rated, games, hashes, listed = {}, {}, {}, {}
 for _, item in ipairs(items) do
   local reads = item[3]
   for k = 1, #reads, 2 do
     if not listed[reads[k]] then listed[reads[k]] = true; rated[#rated + 1] = reads[k] end
   end
-  if item[1] ~= '' then games[#games + 1] = item[1] end
+  if item[1] ~= '' then games[#games + 1] = item[1]; hashes[#hashes + 1] = item[5] end
 end
 local seqs, recorded = {}, {}
 for i, state in ipairs(mget(p .. $STATE, rated)) do seqs[rated[i]] = seq_in(state) end
-for i, record in ipairs(mget(p .. $GAME, games)) do if record then recorded[games[i]] = true end end
+for i, found in ipairs(lookup(p, games, hashes)) do if found then recorded[games[i]] = true end end
+local mode, bits = writer_layout(p)
+local ends = #games > 0 and expiry(now, retention_ms) or ''
 for n, item in ipairs(items) do
   local game_id, digest, reads, writes = item[1], item[2], item[3], item[4]
   local ok = true
@@ -156,7 +276,7 @@ for n, item in ipairs(items) do
       touch(w[1])
     end
     if game_id ~= '' then
-      redis.call('SET', p .. $GAME .. game_id, digest, 'PX', retention_ms)
+      record(p, mode, bits, game_id, item[5], digest, ends, retention_ms, false)
       recorded[game_id] = true
     end
     results[n] = 1
@@ -190,6 +310,7 @@ if wrote then
 end
 local epoch = tonumber(redis.call('HGET', p .. $STORE, 'epoch') or '0')
 for _, r in ipairs(flush) do touch(r) end
+sweep(p, now)
 local claimed, blocked = claim(p, token, lease_ms, touched, appended, lengths)
 return {results, claimed, blocked, epoch, mine}
 """
@@ -226,13 +347,48 @@ return lost
 """
 )
 
+# The records of games, for the commands (switch-over): {digest or false, ...}. No guard: it
+# only reads.
+_LOOKUP = (
+    _MGET
+    + _RECORDS
+    + """
+return lookup(ARGV[1], cmsgpack.unpack(ARGV[2]), cmsgpack.unpack(ARGV[3]))
+"""
+)
+
+# Records games done elsewhere (restore, rebuild): {game_id, digest, hash of the id, ...};
+# ARGV[3]: 1 to keep a record that exists; ARGV[5]: the time (seconds). Returns how many it wrote.
+_REMEMBER = (
+    _MGET
+    + _RECORDS
+    + """
+local p, retention_ms, keep = ARGV[1], tonumber(ARGV[2]), ARGV[3] == '1'
+local games = cmsgpack.unpack(ARGV[4])
+if #games == 0 then return 0 end
+local mode, bits = writer_layout(p)
+local ends, wrote = expiry(tonumber(ARGV[5]), retention_ms), 0
+for i = 1, #games, 3 do
+  if record(p, mode, bits, games[i], games[i + 2], games[i + 1], ends, retention_ms, keep) then wrote = wrote + 1 end
+end
+return wrote
+"""
+)
+
 
 def _lua(source: str) -> str:
     """The script with the key kinds of `worker.store.keys` put in, so that they are defined once."""
-    source = source.replace("$SEEN_TTL_MS", str(SEEN_TTL_MS))
-    for name in ("STATE", "OUTBOX", "LEASE", "GAME", "WATERMARK", "STORE", "UNTRUSTED", "SEEN"):
+    for name, value in (
+        ("SEEN_TTL_MS", SEEN_TTL_MS),
+        ("RECORD_BITS", RECORD_BITS),
+        ("SWEEP_PASS_SECONDS", SWEEP_PASS_SECONDS),
+        ("SWEEP_MAX", SWEEP_MAX),
+    ):
+        source = source.replace(f"${name}", str(value))
+    for name in ("STATE", "OUTBOX", "LEASE", "GAME", "RECORDS", "WATERMARK", "STORE", "UNTRUSTED", "SEEN"):
         source = source.replace(f"${name}", repr(getattr(keys, name)))
     return source
 
 
 READ, APPLY, ACK = _lua(_READ), _lua(_APPLY), _lua(_ACK)
+LOOKUP, REMEMBER = _lua(_LOOKUP), _lua(_REMEMBER)

@@ -78,11 +78,14 @@ def _decoded(record: Record) -> dict[str, Any]:
 
 
 def redis_dump(r: redis.Redis) -> dict[bytes, Any]:
-    """Every key of the database and its value (strings, lists and hashes), to compare before and after."""
+    """Every key of the database and its value (strings, lists and hashes), to compare before and after;
+    but where the sweep of expired records stands, which moves with the clock."""
     out: dict[bytes, Any] = {}
     for k in r.scan_iter("*"):
         kind = r.type(k)
         out[k] = r.lrange(k, 0, -1) if kind == b"list" else r.hgetall(k) if kind == b"hash" else r.get(k)
+        if k == keys.store_key(PREFIX).encode():
+            out[k] = {f: v for f, v in out[k].items() if not f.startswith(b"sweep_")}
     return out
 
 

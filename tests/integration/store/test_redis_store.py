@@ -6,11 +6,14 @@ Writes come from the real engine (seeded ratings and games) or are made by hand.
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Mapping
 
 import pytest
 from redis.asyncio import Redis
 
+from schemas.game_finished import GameFinished
+from tests.support import records
 from tests.support.backends import RedisService
 from tests.support.games import ENGINE, game_write, make_game, rating, seed_write
 from worker.engine.engine import Verdict, facts_digest
@@ -18,6 +21,7 @@ from worker.engine.schedule import plan
 from worker.rules.hundredths import Hundredths
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.store import keys
+from worker.store import records as store_records
 from worker.store.protocol import Write
 from worker.store.redis_store import RedisStore
 from worker.store.state_codec import decode_state, encode_state
@@ -54,6 +58,25 @@ async def seed_all(store: RedisStore, players: Mapping[str, int]) -> dict[str, R
 def as_bytes(value: bytes | str) -> bytes:
     assert isinstance(value, bytes)  # the client does not decode responses
     return value
+
+
+async def recorded(r: Redis, game_id: str) -> bytes | None:
+    """A game's compact record's facts digest, read where the documented layout puts it."""
+    key, field = records.address(PREFIX, game_id)
+    value = await r.hget(key, field)
+    return None if value is None else records.split(as_bytes(value))[0]
+
+
+def record_only(game: GameFinished) -> Write[RatingState]:
+    """The write of a game that changes no rating (between unrated players: skipped): its record."""
+    return Write(game.game_id, facts_digest(game), (), ())
+
+
+async def compact_record(r: Redis, game_id: str) -> tuple[bytes, int]:
+    key, field = records.address(PREFIX, game_id)
+    value = await r.hget(key, field)
+    assert value is not None, f"{game_id} has no compact record"
+    return records.split(as_bytes(value))
 
 
 async def outbox(r: Redis, key: str) -> list[bytes]:
@@ -97,15 +120,17 @@ async def test_apply_writes_states_outboxes_and_records_and_returns_the_claimed_
         assert await outbox(r, u.key) == claimed.outboxes[u.key]
         assert await lease_holder(r, u.key) == b"A"
         assert 0 < await r.pttl(keys.lease_key(PREFIX, u.key)) <= 60_000
-    # The game is recorded with its facts digest (hex) for the retention; seeds record nothing.
-    assert await r.get(keys.game_key(PREFIX, "g1")) == facts_digest(game).hex().encode()
-    ttl = await r.pttl(keys.game_key(PREFIX, "g1"))
-    assert RETENTION * 1000 - 10_000 < ttl <= RETENTION * 1000
-    assert await r.keys(f"{PREFIX}{keys.GAME}*") == [keys.game_key(PREFIX, "g1").encode()]
+    # The game is recorded with its facts digest until the first whole hour after the retention,
+    # in the compact layout only (no release before this one wrote to the store); seeds record nothing.
+    digest, hour = await compact_record(r, "g1")
+    assert digest == facts_digest(game) and hour in records.expiry_hours(RETENTION)
+    assert await r.keys(f"{PREFIX}{keys.RECORDS}*") == [records.address(PREFIX, "g1")[0].encode()]
+    assert await r.keys(f"{PREFIX}{keys.GAME}*") == []
+    assert await r.hmget(keys.store_key(PREFIX), ["records", "record_bits"]) == [b"compact", b"18"]
 
 
-async def test_the_default_30_day_retention_is_a_valid_ttl(r: Redis) -> None:
-    retention = 30 * 24 * 3600  # WorkerSettings' default: 2.592e9 ms, past 2^31
+async def test_the_default_30_day_retention_expires_a_record_after_720_hours_and_one(r: Redis) -> None:
+    retention = 30 * 24 * 3600  # WorkerSettings' default
     store = make_store(r, "A", retention_seconds=retention)
     game = make_game("g-unrated", "a", "b", rated=False)  # skipped: recorded, nothing else
     outcome = ENGINE.apply(game, {}, None)
@@ -113,12 +138,13 @@ async def test_the_default_30_day_retention_is_a_valid_ttl(r: Redis) -> None:
     applied, claimed = await store.apply([Write(game.game_id, outcome.digest, (), ())])
     assert applied == [True]
     assert claimed.outboxes == {} and claimed.blocked == []
-    ttl = await r.pttl(keys.game_key(PREFIX, "g-unrated"))
-    assert retention * 1000 - 10_000 < ttl <= retention * 1000
+    _, hour = await compact_record(r, "g-unrated")
+    assert hour - int(time.time() // 3600) in (720 + 1, 720)  # 720 unless the hour turned since the write
     # A skipped game writes its record only (and the store's write counters: the shared one and
     # the process's own).
+    bucket, _ = records.address(PREFIX, "g-unrated")
     assert sorted(await r.keys("*")) == sorted(
-        k.encode() for k in (keys.game_key(PREFIX, "g-unrated"), keys.store_key(PREFIX), f"{PREFIX}{keys.SEEN}A")
+        k.encode() for k in (bucket, keys.store_key(PREFIX), f"{PREFIX}{keys.SEEN}A")
     )
 
 
@@ -147,11 +173,12 @@ async def test_a_stale_item_is_not_applied_and_taints_later_items_reading_its_ra
     for p in ("b", "c"):
         assert await stored_state(r, rating(p)) == states[rating(p)]
         assert await outbox(r, rating(p)) == []
-    assert not await r.exists(keys.game_key(PREFIX, "g1"), keys.game_key(PREFIX, "g2"))
+    assert await r.keys(f"{PREFIX}{keys.GAME}*") == []
+    assert await recorded(r, "g1") is None and await recorded(r, "g2") is None
     # g3 was applied, and only its ratings were claimed.
     for u in u3:
         assert await stored_state(r, u.key) == u.state
-    assert await r.exists(keys.game_key(PREFIX, "g3")) == 1
+    assert await recorded(r, "g3") == facts_digest(make_game("g3", "d", "e"))
     assert claimed.outboxes == {u.key: [u.payload] for u in u3}
     assert claimed.blocked == []
 
@@ -219,6 +246,91 @@ async def test_a_recorded_game_is_not_applied_again(r: Redis) -> None:
     )
     assert (await store.apply([skipped]))[0] == [True]
     assert (await store.apply([skipped]))[0] == [False]
+
+
+# --- the records' layouts (worker.store.records) ----------------------------------------------------
+
+
+async def test_a_store_an_earlier_release_wrote_gets_records_in_both_layouts(r: Redis) -> None:
+    """Workers of the release before (legacy keys only) may still run beside this one."""
+    await r.hset(keys.store_key(PREFIX), "writes", 7)  # what every apply of an earlier release leaves
+    store = make_store(r, "A")
+    game = make_game("g1", "a", "b")
+    assert (await store.apply([record_only(game)]))[0] == [True]
+    assert await r.hget(keys.store_key(PREFIX), "records") == b"both"
+    assert await recorded(r, "g1") == facts_digest(game)
+    # The legacy record, as the earlier release reads it: the digest in hex, expiring after the retention.
+    assert await r.get(keys.game_key(PREFIX, "g1")) == facts_digest(game).hex().encode()
+    assert RETENTION * 1000 - 10_000 < await r.pttl(keys.game_key(PREFIX, "g1")) <= RETENTION * 1000
+    # Flipped once every worker runs this release: the next game is recorded compactly only.
+    await store_records.set_layout(r, PREFIX, "compact")
+    assert (await store.apply([record_only(make_game("g2", "c", "d"))]))[0] == [True]
+    assert await recorded(r, "g2") is not None and not await r.exists(keys.game_key(PREFIX, "g2"))
+
+
+async def test_a_legacy_record_refuses_its_game_and_reads_back_as_its_digest(r: Redis) -> None:
+    """A game an earlier release applied (its legacy key only) is found by this one."""
+    store = make_store(r, "A")
+    game = make_game("g1", "a", "b")
+    await r.set(keys.game_key(PREFIX, "g1"), facts_digest(game).hex(), px=RETENTION * 1000)
+    restored = make_game("g-restored", "a", "b")
+    await r.set(keys.game_key(PREFIX, "g-restored"), "", px=RETENTION * 1000)  # RESTORED: no facts
+    snapshot = await store.read([], ["g1", "g-restored", "g-new"])
+    assert snapshot.records == {"g1": facts_digest(game), "g-restored": b""}
+    assert (await store.apply([record_only(game), record_only(restored)]))[0] == [False, False]
+    assert await recorded(r, "g1") is None  # refused: nothing written
+
+
+async def test_records_of_128_character_ids_take_the_same_room_as_short_ones(r: Redis) -> None:
+    store = make_store(r, "A")
+    ids = ["g", "x" * 128]
+    assert (await store.apply([Write(game_id, bytes(8), (), ()) for game_id in ids]))[0] == [True, True]
+    stored = {}
+    for key in await r.keys(f"{PREFIX}{keys.RECORDS}*"):
+        stored.update(await r.hgetall(key))
+    # Each record is 10 bytes of the id's hash and 8 of digest + 3 of expiry hour, whatever the id.
+    assert sorted(len(f) for f in stored) == [10, 10]
+    assert sorted(len(v) for v in stored.values()) == [11, 11]
+    assert (await store.read([], ids)).records == {g: bytes(8) for g in ids}
+
+
+async def test_the_sweep_deletes_expired_records_and_keeps_live_ones(r: Redis) -> None:
+    # 16 buckets and a pass that started 12 hours ago: every bucket is due at the next call.
+    await r.hset(
+        keys.store_key(PREFIX),
+        mapping={"records": "compact", "record_bits": 4, "sweep_next": 0, "sweep_pass": int(time.time()) - 12 * 3600},
+    )
+    hour = int(time.time() // 3600)
+    expired = {f"old-{n}": records.value(bytes(8), hour) for n in range(40)}  # expired this hour
+    live = {f"new-{n}": records.value(bytes(8), hour + 1) for n in range(40)}
+    for game_id, v in {**expired, **live}.items():
+        key, field = records.address(PREFIX, game_id, bits=4)
+        await r.hset(key, field, v)
+    store = make_store(r, "A")
+    assert await store.check()  # the health check's call sweeps, as every script call does
+    found = await store.read([], [*expired, *live])
+    assert set(found.records) == set(live)
+    assert await r.hmget(keys.store_key(PREFIX), ["sweep_next"]) == [b"0"]  # the pass ended; a new one began
+    # A pass that has just begun sweeps nothing yet: its buckets are due over the next 12 hours.
+    key, field = records.address(PREFIX, "old-0", bits=4)
+    await r.hset(key, field, records.value(bytes(8), hour))
+    assert await store.check()
+    assert set((await store.read([], ["old-0"])).records) == {"old-0"}
+
+
+async def test_remember_keeps_existing_records_when_asked_and_lookup_reads_both_layouts(r: Redis) -> None:
+    await r.set(keys.game_key(PREFIX, "legacy"), "ab" * 8)
+    assert await store_records.remember(r, PREFIX, [("g1", b"\x01" * 8), ("g2", b"")], RETENTION * 1000, True) == 2
+    assert await store_records.remember(r, PREFIX, [("g1", b"\x02" * 8), ("g3", b"")], RETENTION * 1000, True) == 1
+    assert await store_records.lookup(r, PREFIX, ["g1", "g2", "g3", "legacy", "none"]) == {
+        "g1": b"\x01" * 8,
+        "g2": b"",
+        "g3": b"",
+        "legacy": b"\xab" * 8,
+    }
+    assert await store_records.remember(r, PREFIX, [("g1", b"\x02" * 8)], RETENTION * 1000, False) == 1
+    assert await store_records.lookup(r, PREFIX, ["g1"]) == {"g1": b"\x02" * 8}
+    assert await store_records.layout(r, PREFIX) == ("compact", 18)
 
 
 # --- publication leases --------------------------------------------------------------------------
