@@ -200,7 +200,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(f"--prefix: {e}") from None
     say = lambda line: print(line, file=sys.stderr)  # noqa: E731
-    report = _one_shot(settings, lambda: rebuild(settings, seeds, args.prefix, args.force, say))
+    memory = int(args.memory_mb * 1024 * 1024)
+    report = _one_shot(settings, lambda: rebuild(settings, seeds, args.prefix, args.force, say, memory))
     return 1 if report.refused else 0
 
 
@@ -340,6 +341,12 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild.add_argument("--prefix", default="rating-rebuild:", help="key prefix of the rebuilt state")
     rebuild.add_argument("--seed", type=Path, metavar="SEED.csv", help="the seed file applied before the games")
     rebuild.add_argument("--force", action="store_true", help="overwrite keys already under the prefix")
+    rebuild.add_argument(
+        "--memory-mb",
+        type=float,
+        default=256.0,
+        help="memory the sorts of the history may hold before they spill to TMPDIR (the states come on top)",
+    )
     rebuild.set_defaults(func=cmd_rebuild)
 
     switch = commands.add_parser("switch-over", help="publish rebuilt ratings that differ as imported events")

@@ -7,25 +7,37 @@ offset it read up to in each partition; merges the valid games in `(finished_at,
 order (finished_at as an instant, `worker.engine.instants`); applies the seed file first and
 computes every rating with the engine in memory, exactly as `rate` does. It writes under a
 fresh key prefix, never touching the live state: the states, the idempotency records of the
-games of the last retention period (by `finished_at`), and the offsets it read up to
+games whose input record arrived within the last retention, and the offsets it read up to
 (`{prefix}rebuild`). `--force` first clears the prefix.
+
+**Memory does not grow with the history.** The partitions hold games in arrival order, so the
+history is sorted outside memory (`worker.operate.external_sort`, runs spilled to a temporary
+directory, `TMPDIR`, under `--memory-mb`), twice: by game id, where the first copy of each game
+in history order is kept and the others dropped (as the in-memory store would find them
+recorded: duplicates or conflicts, which change nothing), then by `(finished_at, game_id)`,
+from which the games are applied in chunks. What stays in memory is the ratings' states.
 
 The switch-over that publishes what differs is `worker.operate.switch_over`.
 """
 
 import logging
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
+from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
 
 from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, decode_game
-from worker.engine.engine import Engine, SeedRow
+from worker.engine.engine import Engine, SeedRow, facts_digest
 from worker.engine.instants import instant
 from worker.engine.schedule import SeedItem, apply_in_order
+from worker.operate.external_sort import ExternalSort
 from worker.operate.redis_ops import CHUNK, matching_keys, read_states, unlink_all, with_retry
 from worker.operate.topic_scan import scan
 from worker.replay.memory_store import MemoryBackend, MemoryStore
@@ -51,6 +63,7 @@ class RebuildReport:
     differing: int = 0
     cleared: int = 0
     refused: bool = False
+    spilled_runs: int = 0  # sorted runs written to the temporary directory (0: the history fit the budget)
 
 
 @dataclass
@@ -89,17 +102,6 @@ def history_order(game: GameFinished) -> tuple[tuple[int, str], str]:
     return instant(game.finished_at), game.game_id
 
 
-async def recompute(
-    games: Sequence[GameFinished], seeds: Sequence[SeedRow], training_rating: int
-) -> MemoryBackend[RatingState]:
-    """The seeds, then every game in history order, through the store's protocol in memory."""
-    engine = Engine(ArenaRules(), Points(training_rating))
-    backend = MemoryBackend(UNSEEN, keep_outboxes=False)
-    await apply_in_order(engine, MemoryStore(backend), [SeedItem(row, force=False) for row in seeds])
-    await apply_all(engine, backend, sorted(games, key=history_order))
-    return backend
-
-
 async def apply_all(engine: Engine, backend: MemoryBackend[RatingState], games: Sequence[GameFinished]) -> None:
     store = MemoryStore(backend)
     for start in range(0, len(games), CHUNK):
@@ -123,7 +125,12 @@ def check_prefix(prefix: str, live: str) -> None:
 
 
 async def rebuild(
-    settings: WorkerSettings, seeds: Sequence[SeedRow], prefix: str, force: bool, say: Callable[[str], None]
+    settings: WorkerSettings,
+    seeds: Sequence[SeedRow],
+    prefix: str,
+    force: bool,
+    say: Callable[[str], None],
+    memory_bytes: int,  # what the sorts of the history may hold (`--memory-mb`); the states come on top
 ) -> RebuildReport:
     check_prefix(prefix, settings.redis_key_prefix)
     report = RebuildReport()
@@ -138,22 +145,94 @@ async def rebuild(
         if found:
             report.cleared = await unlink_all(redis, found)
             say(f"rebuild: cleared {report.cleared} keys under {prefix!r}")
-        history = await read_history(settings)
-        report.records, report.bad, report.games = history.records, history.bad, len(history.games)
-        say(f"rebuild: read {report.records} records ({report.bad} bad), {report.games} games; recomputing")
-        store = await recompute(history.games, seeds, settings.training_rating)
+        with tempfile.TemporaryDirectory(prefix="rating-rebuild-") as spill:
+            # Each of the two sorts holds at most half the budget.
+            by_id = ExternalSort(Path(spill) / "by-id", memory_bytes // 2)
+            ends = await _read_by_id(settings, by_id, report)
+            say(f"rebuild: read {report.records} records ({report.bad} bad), {report.games} games; recomputing")
+            by_time = ExternalSort(Path(spill) / "by-time", memory_bytes // 2)
+            await _first_copies(redis, prefix, settings, by_id, by_time)
+            report.spilled_runs = len(by_id.runs) + len(by_time.runs)
+            store = await _recompute_sorted(by_time, seeds, settings)
         report.ratings = len(store.states)
         await _write_states(redis, prefix, store.states)
-        await _write_records(redis, prefix, store, history)
         meta: dict[Any, Any] = {"topic": settings.topic_games}  # redis-py types keys invariantly
-        meta.update({f"p:{p}": end for p, end in history.ends.items()})
+        meta.update({f"p:{p}": end for p, end in ends.items()})
         await with_retry(lambda: redis.hset(f"{prefix}{REBUILD_META}", mapping=meta))
         live = await read_states(redis, settings.redis_key_prefix, sorted(store.states))
         report.differing = sum(1 for k, s in store.states.items() if k not in live or not same_rating(live[k], s))
-        say(f"rebuild: {report.ratings} ratings written under {prefix!r}, {report.differing} differ from the live ones")
+        say(
+            f"rebuild: {report.ratings} ratings written under {prefix!r}, {report.differing} differ from the live "
+            f"ones; the history's sorts spilled {report.spilled_runs} runs"
+        )
         return report
     finally:
         await close_quietly(redis.aclose())
+
+
+async def _read_by_id(settings: WorkerSettings, by_id: ExternalSort, report: RebuildReport) -> dict[int, int]:
+    """Every valid game of the input topic into `by_id`, as (game_id, instant, arrival, recent,
+    record value); returns the offsets read up to."""
+    ends: dict[int, int] = {}
+    since_ms = (int(time.time()) - settings.idempotency_retention_seconds) * 1000
+    async for batch in scan(settings, settings.topic_games):
+        for record in batch:
+            report.records += 1
+            ends[record.partition] = max(ends.get(record.partition, 0), record.offset + 1)
+            value = record.value or b""
+            try:
+                game = decode_game(value, settings.max_message_bytes)
+            except BadInput:
+                report.bad += 1
+                continue
+            seconds, fraction = instant(game.finished_at)
+            entry = (game.game_id, seconds, fraction, report.games, record.timestamp >= since_ms, value)
+            by_id.add(entry, len(value) + len(game.game_id))
+            report.games += 1
+    return ends
+
+
+async def _first_copies(
+    redis: "Redis", prefix: str, settings: WorkerSettings, by_id: ExternalSort, by_time: ExternalSort
+) -> None:
+    """Of each game id, the first copy in history order (earliest instant, then arrival) into
+    `by_time`; the idempotency record of each game with a copy that arrived within the
+    retention (as the workers' records expire a retention after they applied them): a copy of
+    one of them that the switch-over reads is then a duplicate, as it is for the workers."""
+    pending: list[tuple[str, bytes]] = []
+    retention_ms = settings.idempotency_retention_seconds * 1000
+    for game_id, group in groupby(by_id.merged(), key=itemgetter(0)):
+        copies = list(group)  # a game's copies: one, or a few
+        _, seconds, fraction, _, _, value = copies[0]
+        recent = any(copy[4] for copy in copies)
+        by_time.add((seconds, fraction, game_id, value), len(value) + len(game_id))
+        if recent:
+            pending.append((game_id, facts_digest(decode_game(value, settings.max_message_bytes))))
+            if len(pending) == CHUNK:
+                await with_retry(records.remember, redis, prefix, pending, retention_ms, False)
+                pending = []
+    if pending:
+        await with_retry(records.remember, redis, prefix, pending, retention_ms, False)
+
+
+async def _recompute_sorted(
+    by_time: ExternalSort, seeds: Sequence[SeedRow], settings: WorkerSettings
+) -> MemoryBackend[RatingState]:
+    """The seeds, then the games in history order, in chunks; no game records are kept (each
+    game comes once)."""
+    engine = Engine(ArenaRules(), Points(settings.training_rating))
+    backend = MemoryBackend(UNSEEN, keep_outboxes=False)
+    store = MemoryStore(backend)
+    await apply_in_order(engine, store, [SeedItem(row, force=False) for row in seeds])
+    chunk: list[GameFinished] = []
+    for _, _, _, value in by_time.merged():
+        chunk.append(decode_game(value, settings.max_message_bytes))
+        if len(chunk) == CHUNK:
+            await apply_in_order(engine, store, chunk)
+            backend.games.clear()
+            chunk = []
+    await apply_in_order(engine, store, chunk)
+    return backend
 
 
 async def _write_states(redis: "Redis", prefix: str, states: dict[str, RatingState]) -> None:
@@ -161,17 +240,6 @@ async def _write_states(redis: "Redis", prefix: str, states: dict[str, RatingSta
     for start in range(0, len(items), CHUNK):
         mapping = {keys.state_key(prefix, k): encode_state(s) for k, s in items[start : start + CHUNK]}
         await with_retry(redis.mset, mapping)
-
-
-async def _write_records(redis: "Redis", prefix: str, store: MemoryBackend[RatingState], history: History) -> None:
-    """The records of the games that arrived within the last retention (by their input record's
-    timestamp, as the workers' records expire a retention after they applied them): a copy of
-    one of them that the switch-over reads is then a duplicate, as it is for the workers."""
-    retention_ms = history.recent_seconds * 1000
-    recent = sorted(history.recent)
-    for start in range(0, len(recent), CHUNK):
-        chunk = [(g, d) for g in recent[start : start + CHUNK] if (d := store.record(g)) is not None]
-        await with_retry(records.remember, redis, prefix, chunk, retention_ms, False)
 
 
 def same_rating(live: RatingState, rebuilt: RatingState) -> bool:

@@ -2,7 +2,10 @@
 publishes the ratings that differ as imported events with the next seq."""
 
 import asyncio
+import contextlib
 import json
+import random
+import re
 import signal
 import subprocess
 import sys
@@ -11,10 +14,20 @@ from typing import Any
 
 import pytest
 import redis
+from redis.asyncio import Redis as AsyncRedis
 
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
-from worker.rules.hundredths import Hundredths
+from worker.engine.decoder import BadInput, decode_game
+from worker.engine.engine import Engine
+from worker.engine.schedule import SeedItem, apply_in_order
+from worker.operate.rebuild import apply_all, history_order
+from worker.replay.memory_store import MemoryBackend, MemoryStore
+from worker.replay.seed_file import read_seed_file
+from worker.rules.arena import ArenaRules
+from worker.rules.hundredths import Hundredths, Points
+from worker.rules.state import UNSEEN
+from worker.store import records
 from worker.store.state_codec import decode_state, encode_state
 
 REPO = Path(__file__).resolve().parents[3]
@@ -93,6 +106,53 @@ async def test_rebuild_recomputes_history_aside_and_switch_over_publishes_what_d
     assert round(event["rating_after"] * 100) == decode_state(rebuilt[key]).rating
     fixed = decode_state(prefixed(r, "rating:")[key])
     assert (fixed.rating, fixed.seq) == (decode_state(rebuilt[key]).rating, old.seq + 1)
+
+
+async def test_a_rebuild_that_spills_its_sorts_equals_the_sort_in_memory(stack: Stack) -> None:
+    """Games out of order, exact copies and conflicting ones (some earlier in history than their
+    original): sorted through files under a tiny budget, the result is the in-memory sort's, state
+    for state and record for record."""
+    rng = random.Random(7)
+    lines = SAMPLE.read_bytes().splitlines()
+    valid = []
+    for line in lines:
+        with contextlib.suppress(BadInput):
+            valid.append(decode_game(line, 65536).model_dump(mode="json"))
+    for game in rng.sample(valid, 30):  # exact copies
+        lines.insert(rng.randrange(len(lines) + 1), json.dumps(game, separators=(",", ":")).encode())
+    for n, game in enumerate(rng.sample(valid, 20)):  # conflicting copies, half of them earlier in history
+        other = {**game, "result": "1/2-1/2" if game["result"] != "1/2-1/2" else "1-0"}
+        if n % 2 == 0:
+            other["finished_at"] = "2026-10-31T23:59:59Z"
+        lines.insert(rng.randrange(len(lines) + 1), json.dumps(other, separators=(",", ":")).encode())
+    rng.shuffle(lines)
+    await stack.produce(lines)
+
+    built = command(stack, "rebuild", "--seed", str(SAMPLE_SEED), "--memory-mb", "0.01")
+    assert built.returncode == 0, built.stderr
+    runs = re.search(rb"the history's sorts spilled (\d+) runs", built.stderr)
+    assert runs is not None and int(runs[1]) > 10, built.stderr
+
+    # The in-memory sort: every valid game, in (instant, game_id) order, ties in arrival order.
+    games = []
+    for line in lines:
+        with contextlib.suppress(BadInput):  # dead letters are not history
+            games.append(decode_game(line, 65536))  # RATING_MAX_MESSAGE_BYTES default
+    engine = Engine(ArenaRules(), Points(1200))  # RATING_TRAINING_RATING's default, as the command runs
+    expected = MemoryBackend(UNSEEN, keep_outboxes=False)
+    await apply_in_order(engine, MemoryStore(expected), [SeedItem(row, False) for row in read_seed_file(SAMPLE_SEED)])
+    await apply_all(engine, expected, sorted(games, key=history_order))
+
+    r = stack.redis_client()
+    rebuilt = prefixed(r, "rating-rebuild:")
+    assert rebuilt == {k: encode_state(v) for k, v in expected.states.items()}
+    game_ids = {g.game_id for g in games}
+    client = AsyncRedis.from_url(stack.redis.url)
+    try:
+        recorded = await records.lookup(client, "rating-rebuild:", sorted(game_ids))
+    finally:
+        await client.aclose()
+    assert recorded == {g: expected.record(g) for g in game_ids}
 
 
 def offline_states(lines: list[bytes], seed: Path) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,64 @@
+"""Sorting more than memory holds: sorted runs spilled to files under a budget, then merged.
+
+Entries are tuples of MessagePack's types (str, int, bool, bytes), sorted as tuples. Entries
+are held in memory until their sizes (as the caller counts them) pass the budget; the run is
+then sorted and written to a file of `directory`. `merged()` yields every entry in order, from
+the files and the last run still in memory, holding one entry per file at a time. Entries
+that compare equal keep no particular order: give each a unique prefix (an arrival number).
+"""
+
+import heapq
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import msgpack
+
+Entry = tuple[Any, ...]
+# Python's own cost of a held entry beyond the sizes the caller counts (the tuple and its items).
+ENTRY_OVERHEAD = 120
+
+
+class ExternalSort:
+    def __init__(self, directory: Path, budget_bytes: int) -> None:
+        self.directory = directory
+        self.budget_bytes = budget_bytes
+        self.runs: list[Path] = []
+        self._held: list[Entry] = []
+        self._held_bytes = 0
+
+    def add(self, entry: Entry, size: int) -> None:
+        """Add an entry of about `size` bytes (its strings and bytes)."""
+        self._held.append(entry)
+        self._held_bytes += size + ENTRY_OVERHEAD
+        if self._held_bytes >= self.budget_bytes:
+            self._spill()
+
+    def _spill(self) -> None:
+        self._held.sort()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"run-{len(self.runs):05d}"
+        packer = msgpack.Packer(use_bin_type=True)
+        with path.open("wb") as out:
+            for entry in self._held:
+                out.write(packer.pack(entry))
+        self.runs.append(path)
+        self._held, self._held_bytes = [], 0
+
+    def merged(self) -> Iterator[Entry]:
+        """Every entry added, in order (once: the runs' files are deleted as they end)."""
+        self._held.sort()
+        held, self._held, self._held_bytes = self._held, [], 0
+        files = [path.open("rb") for path in self.runs]
+        try:
+            yield from heapq.merge(*(_read(f) for f in files), held)
+        finally:
+            for f in files:
+                f.close()
+            for path in self.runs:
+                path.unlink(missing_ok=True)
+            self.runs = []
+
+
+def _read(f: BinaryIO) -> Iterator[Entry]:
+    yield from msgpack.Unpacker(f, use_list=False, raw=False, max_buffer_size=0)
