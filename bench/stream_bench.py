@@ -3,7 +3,7 @@
     .venv/bin/python bench/stream_bench.py [--games 200000] [--naive-games 20000] [--runs 3]
                                             [--links-games 20000] [--kafka-latency-ms 5] [--redis-latency-ms 1]
                                             [--rate 1000] [--latency-seconds 30] [--soak-seconds 600]
-                                            [--only drain|links|latency|soak]
+                                            [--only drain|links|latency|soak] [--tracemalloc]
 
 Starts the embedded stack (a tansu broker and a redis-server, like the tests; a fresh pair for
 each measurement, so none inherits another's data) and drains the same generated workload
@@ -31,7 +31,10 @@ Redis round trips per game (client side), peak RSS (VmHWM); Redis's time by comm
 targets. `links` drains worker x1 and the batched loop over direct links and over links with
 latency (a delay line in front of the broker and Redis). `latency` measures end-to-end
 latency p50/p99/p99.9 at a steady offered load (input timestamp -> the game's first output
-record seen by a probe consumer), `soak` one worker's RSS over a steady load. Numbers are
+record seen by a probe consumer), `soak` one worker's RSS over a steady load (with
+`--tracemalloc`, in the worker's tracemalloc mode: snapshots after the warm-up, at the middle and
+at the end, compared per allocation site, per 1,000 games, to tell a leak from a working set
+that grew). Numbers are
 printed, not asserted: the targets and results are in docs/benchmarks.md.
 
 `--child ceiling|naive|batched|proxy` is internal: the parent starts the comparison consumers
@@ -51,7 +54,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +78,7 @@ from worker.engine.schedule import read_and_plan
 from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN
+from worker.service import memory_trace
 from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.store.redis_store import RedisStore
@@ -603,7 +607,11 @@ class Probe:
 
 
 async def steady(
-    bootstrap: str, lines: Iterator[bytes], rate: float, seconds: float, on_tick: "TickHook | None" = None
+    bootstrap: str,
+    lines: Iterator[bytes],
+    rate: float,
+    seconds: float,
+    on_tick: "Callable[[float], None] | None" = None,
 ) -> dict[str, float]:
     """Offer `rate` games/s for `seconds`; returns each game's input timestamp (s)."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
@@ -761,22 +769,59 @@ class Soak:
         return (self.rss_end_mib - self.rss_warm_mib) / self.rss_warm_mib
 
 
-async def run_soak(workdir: Path, lines: Iterator[bytes], seed_csv: Path, rate: float, seconds: float) -> Soak:
+async def run_soak(
+    workdir: Path, lines: Iterator[bytes], seed_csv: Path, rate: float, seconds: float, trace: bool = False
+) -> Soak:
+    """One worker under a steady load; with `trace`, in its tracemalloc mode (one frame), with a
+    snapshot after the warm-up, at the middle and at the end (worker.service.memory_trace)."""
     warmup = min(60.0, seconds / 5)
+    settings = {"tracemalloc_frames": 1, "tracemalloc_dir": str(workdir)} if trace else {}
     with stack_in(workdir) as stack:
         await stack.start(seed_csv)
-        port = stack.start_workers(1)[0]  # as shipped: latency is not measured here
+        port = stack.start_workers(1, **settings)[0]  # as shipped: latency is not measured here
         assert stack.broker.process is not None
-        hook = TickHook(stack.consumers[0].pid, every=5.0, broker=stack.broker.process.pid, metrics_port=port)
-        sent = await steady(stack.bootstrap, lines, rate, seconds, hook)
+        pid = stack.consumers[0].pid
+        hook = TickHook(pid, every=5.0, broker=stack.broker.process.pid, metrics_port=port)
+        marks = [warmup, (warmup + seconds) / 2] if trace else []
+
+        def tick(elapsed: float) -> None:
+            hook(elapsed)
+            if marks and elapsed >= marks[0]:
+                marks.pop(0)
+                os.kill(pid, signal.SIGUSR2)
+
+        sent = await steady(stack.bootstrap, lines, rate, seconds, tick)
         async with Committed(stack.bootstrap) as committed:
             await committed.wait_for(len(sent), timeout=300)
         hook(seconds + hook.every)
+        if trace:
+            os.kill(pid, signal.SIGUSR2)
+            deadline = time.monotonic() + 120
+            while len(list(workdir.glob(f"tracemalloc-{pid}-*.snap"))) < 3 and time.monotonic() < deadline:
+                await asyncio.sleep(0.5)
         warm = next(rss for t, rss in hook.samples if t >= warmup)
         rss = [r / 1024 for _, r in hook.samples]
         return Soak(
             seconds, rate, rss[0], warm / 1024, rss[-1], max(rss), warmup, hook.broker_share(), hook.batch_sizes()
         )
+
+
+def print_trace(workdir: Path) -> None:
+    """The soak's tracemalloc snapshots compared: totals, and the sites that grew most."""
+    paths = sorted(workdir.glob("tracemalloc-*.snap"))
+    if len(paths) < 3:
+        print(f"tracemalloc: {len(paths)} snapshots written, 3 expected")
+        return
+    games, totals, sites = memory_trace.compare(paths)
+    held = (f"{t / 1024:.0f} KiB after {g:,} games" for g, t in zip(games, totals, strict=True))
+    print("\ntracemalloc (1 frame): " + ", ".join(held))
+    print("sites that grew most from the first snapshot to the last (bytes per 1,000 games in each interval):")
+    for site in sites:
+        flag = "GROWS WITH GAMES" if site.grows_with_games else ""
+        rates = " / ".join(f"{r:+,.0f}" for r in site.per_thousand)
+        print(f"  {site.site:<60} {site.sizes[0] / 1024:8.1f} -> {site.sizes[-1] / 1024:8.1f} KiB  {rates}  {flag}")
+    leaks = [s.site for s in sites if s.grows_with_games]
+    print(f"sites growing with the games (a byte a game or more, in every interval): {leaks or 'none'}")
 
 
 # --- the two comparison consumers (child processes) ------------------------------------------------
@@ -988,7 +1033,9 @@ async def bench(args: argparse.Namespace) -> None:
         await latency_part(args, workdir, seed_csv, naive_rate)
     if args.only in (None, "soak") and args.soak_seconds > 0:
         _progress(f"soak: worker x1 at {args.rate:.0f} games/s for {args.soak_seconds:.0f} s")
-        soak = await run_soak(workdir, workload(args.players, 10**9), seed_csv, args.rate, args.soak_seconds)
+        soak = await run_soak(
+            workdir, workload(args.players, 10**9), seed_csv, args.rate, args.soak_seconds, args.tracemalloc
+        )
         print(
             f"\nsoak: worker x1 at {soak.rate:.0f} games/s for {soak.seconds:.0f} s: RSS {soak.rss_start_mib:.1f} MiB "
             f"at the start, {soak.rss_warm_mib:.1f} MiB after {soak.warmup:.0f} s of warm-up, "
@@ -997,6 +1044,8 @@ async def bench(args: argparse.Namespace) -> None:
             f"minute, {soak.broker_cpu[1]:.0%} in the last; the worker's batches held {soak.batch_sizes[0]:.0f} "
             f"games on average in the first minute, {soak.batch_sizes[1]:.0f} in the last"
         )
+        if args.tracemalloc:
+            print_trace(workdir)
     print(f"(machine: {os.cpu_count()} cores, Python {sys.version.split()[0]})")
 
 
@@ -1174,6 +1223,11 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="steady load of the latency runs and the soak")
     parser.add_argument("--latency-seconds", type=float, default=30.0)
     parser.add_argument("--soak-seconds", type=float, default=600.0, help="0: no soak")
+    parser.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="the soak's worker in its tracemalloc mode: snapshots after warm-up, middle, end, compared",
+    )
     parser.add_argument(
         "--only",
         choices=["drain", "links", "latency", "soak"],

@@ -277,6 +277,19 @@ class WorkerSettings(RulesSettings):
     metrics_port: Annotated[
         int, Field(ge=0, le=65535, description="Port of `/metrics`, `/livez` and `/readyz`; `0` disables the server.")
     ] = 9400
+    tracemalloc_frames: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=100,
+            description="`0`: off. Otherwise the worker traces its Python allocations (`tracemalloc`, this many frames "
+            "each; slower) and writes a snapshot on each SIGUSR2 to RATING_TRACEMALLOC_DIR, named with the games "
+            "consumed so far. For proving that memory does not grow with games; see docs/benchmarks.md.",
+        ),
+    ] = 0
+    tracemalloc_dir: Annotated[
+        str, Field(description="Where SIGUSR2 writes the tracemalloc snapshots (with RATING_TRACEMALLOC_FRAMES > 0).")
+    ] = "/tmp"
     # The pod's terminationGracePeriodSeconds must be longer by 5 s.
     shutdown_grace_seconds: Annotated[
         float,

@@ -21,11 +21,13 @@ import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import version
+from pathlib import Path
 from typing import TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from worker import metrics
+from worker.service import memory_trace
 from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
 from worker.service.health import Health, serve_http, watch_dependencies
 from worker.service.wiring import pipeline_for
@@ -66,6 +68,8 @@ class _Progress:
 async def serve(settings: WorkerSettings) -> int:
     """`rating-worker run` until stopped (see the module's docstring); the exit status."""
     loop = asyncio.get_running_loop()
+    if settings.tracemalloc_frames > 0:
+        memory_trace.start(settings.tracemalloc_frames, Path(settings.tracemalloc_dir))
     stopping = asyncio.Event()
     progress = _Progress()
     with retry.policy(None, addresses(settings)):

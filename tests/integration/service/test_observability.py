@@ -3,6 +3,7 @@
 import asyncio
 import json
 import re
+import signal
 import time
 import urllib.error
 import urllib.request
@@ -14,6 +15,7 @@ import redis
 from tests.support.processes import Processes
 from tests.support.stack import Stack
 from worker.embedded.stack import free_port
+from worker.service.memory_trace import compare, parse_name
 
 pytestmark = pytest.mark.integration
 
@@ -184,3 +186,24 @@ async def test_no_secret_is_ever_logged(stack: Stack, tmp_path: Path, processes:
     logs = stack.logs() + imported.stderr.decode()
     assert "retry" in logs  # the outage was logged...
     assert secret not in logs  # ...without the password
+
+
+@pytest.mark.timeout(90)
+async def test_the_tracemalloc_mode_writes_a_snapshot_per_sigusr2_named_with_the_games_consumed(stack: Stack) -> None:
+    await stack.create_topics(games=1, ratings=2)
+    sim = stack.seeded_simulation(40, seed=11)
+    lines = list(sim.game_lines(300, 0.0, 0.0))
+    await stack.produce(lines)
+    worker = stack.start_worker(tracemalloc_frames=1, tracemalloc_dir=str(stack.tmp))
+    await stack.wait_committed({0: len(lines)})
+    for _ in range(2):
+        worker.send_signal(signal.SIGUSR2)
+        await asyncio.sleep(1.0)
+    deadline = time.monotonic() + 30
+    while len(snaps := sorted(stack.tmp.glob(f"tracemalloc-{worker.pid}-*.snap"))) < 2:
+        assert time.monotonic() < deadline, f"snapshots: {snaps}\n{stack.logs_tail()}"
+        await asyncio.sleep(0.2)
+    assert [parse_name(p.name) for p in snaps] == [(worker.pid, 0, len(lines)), (worker.pid, 1, len(lines))]
+    games, totals, sites = compare([*snaps, snaps[-1]])
+    assert games == [len(lines)] * 3 and totals[0] > 0 and sites
+    assert worker.poll() is None  # a snapshot does not stop the worker
