@@ -503,3 +503,16 @@ def test_the_output_key_is_player_slash_category_for_every_kind() -> None:
         "qualification_reset": "weak/blitz",
         "rating_lost": "erin/blitz",
     }
+
+
+def test_an_engine_that_encodes_no_events_computes_the_same_updates_without_their_bytes() -> None:
+    quiet = Engine(ArenaRules(), Points(1200), encode_events=False)
+    loud = Engine(ArenaRules(), Points(1200))
+    white = RatingState(Hundredths(180000), 40, (), 3)
+    black = RatingState(Hundredths(170000), 12, (), 2)
+    game = make_game("g1", "w", "b")
+    states = {"w/blitz": white, "b/blitz": black}
+    got, want = quiet.apply(game, states, None), loud.apply(game, states, None)
+    assert got.verdict is want.verdict is Verdict.APPLIED
+    assert [(u.key, u.state, u.event) for u in got.updates] == [(u.key, u.state, u.event) for u in want.updates]
+    assert [u.payload for u in got.updates] == [b"", b""] and all(u.payload for u in want.updates)
