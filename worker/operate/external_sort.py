@@ -24,6 +24,8 @@ class ExternalSort:
         self.directory = directory
         self.budget_bytes = budget_bytes
         self.runs: list[Path] = []
+        self.spilled_runs = 0  # every run written (`runs` holds those not merged yet)
+        self.spilled_bytes = 0  # their size
         self._held: list[Entry] = []
         self._held_bytes = 0
 
@@ -42,7 +44,9 @@ class ExternalSort:
         with path.open("wb") as out:
             for entry in self._held:
                 out.write(packer.pack(entry))
+            self.spilled_bytes += out.tell()
         self.runs.append(path)
+        self.spilled_runs += 1
         self._held, self._held_bytes = [], 0
 
     def merged(self) -> Iterator[Entry]:

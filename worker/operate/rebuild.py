@@ -65,6 +65,7 @@ class RebuildReport:
     cleared: int = 0
     refused: bool = False
     spilled_runs: int = 0  # sorted runs written to the temporary directory (0: the history fit the budget)
+    spilled_bytes: int = 0  # their size: at most that much disk, at the peak
 
 
 @dataclass
@@ -153,7 +154,8 @@ async def rebuild(
             say(f"rebuild: read {report.records} records ({report.bad} bad), {report.games} games; recomputing")
             by_time = ExternalSort(Path(spill) / "by-time", memory_bytes // 2)
             await _first_copies(redis, prefix, settings, by_id, by_time)
-            report.spilled_runs = len(by_id.runs) + len(by_time.runs)
+            report.spilled_runs = by_id.spilled_runs + by_time.spilled_runs
+            report.spilled_bytes = by_id.spilled_bytes + by_time.spilled_bytes
             store = await _recompute_sorted(by_time, seeds, settings)
         report.ratings = len(store.states)
         await _write_states(redis, prefix, store.states)
@@ -164,7 +166,7 @@ async def rebuild(
         report.differing = sum(1 for k, s in store.states.items() if k not in live or not same_rating(live[k], s))
         say(
             f"rebuild: {report.ratings} ratings written under {prefix!r}, {report.differing} differ from the live "
-            f"ones; the history's sorts spilled {report.spilled_runs} runs"
+            f"ones; the history's sorts spilled {report.spilled_runs} runs ({report.spilled_bytes / 1e6:.1f} MB)"
         )
         return report
     finally:

@@ -176,23 +176,27 @@ def _carries(event: bytes, stored: bytes) -> bool:
 
 async def reconcile(redis: "Redis", prefix: str, changelog: Changelog, force: bool, report: RestoreReport) -> None:
     """Steps 1-5 of the module's docstring, a chunk of ratings at a time."""
-    ratings = set(changelog.latest)
-    for key in await matching_keys(redis, f"{prefix}{keys.OUTBOX}*"):
-        ratings.add(key.decode().removeprefix(f"{prefix}{keys.OUTBOX}"))
-    ordered = sorted(ratings)
+    # Outboxes are normally empty, and then absent: only the few that exist are read one by one.
+    outbox_prefix = f"{prefix}{keys.OUTBOX}"
+    outboxes = {key.decode().removeprefix(outbox_prefix) for key in await matching_keys(redis, f"{outbox_prefix}*")}
+    ordered = sorted(set(changelog.latest) | outboxes)
     for start in range(0, len(ordered), CHUNK):
         chunk = ordered[start : start + CHUNK]
+        states = await with_retry(redis.mget, [keys.state_key(prefix, r) for r in chunk])
+        listed = [r for r in chunk if r in outboxes]
 
-        def read(pipe: Pipeline, chunk: list[str] = chunk) -> None:
-            for r in chunk:
-                pipe.get(keys.state_key(prefix, r))
+        def read(pipe: Pipeline, listed: list[str] = listed) -> None:
+            for r in listed:
                 pipe.lrange(keys.outbox_key(prefix, r), 0, -1)
 
-        stored = await pipelined(redis, read)
-        writes: list[tuple[str, tuple[Any, ...]]] = []  # pipeline method, arguments
+        events: dict[str, list[bytes]] = dict(zip(listed, await pipelined(redis, read), strict=True)) if listed else {}
+        written: dict[str, bytes] = {}  # states, by one MSET
+        writes: list[tuple[str, tuple[Any, ...]]] = []  # the outboxes' commands: pipeline method, arguments
         for n, r in enumerate(chunk):
             topic = changelog.latest.get(r)
-            action, published, reason = decide(topic, stored[2 * n], stored[2 * n + 1])
+            state = states[n]
+            assert not isinstance(state, str)  # the client does not decode responses
+            action, published, reason = decide(topic, state, events.get(r, []))
             outbox = keys.outbox_key(prefix, r)
             if published:
                 writes.append(("ltrim", (outbox, published, -1)))
@@ -207,11 +211,13 @@ async def reconcile(redis: "Redis", prefix: str, changelog: Changelog, force: bo
                 report.refused.append(f"{r}: {reason}")
             else:
                 assert topic is not None
-                writes.append(("set", (keys.state_key(prefix, r), encode_state(topic))))
+                written[keys.state_key(prefix, r)] = encode_state(topic)
                 report.written += 1
                 if action == "force":
                     writes.append(("delete", (outbox,)))
                     report.forced += 1
+        if written:
+            await with_retry(redis.mset, written)
         if writes:
             await pipelined(redis, _queue(writes))
 

@@ -19,9 +19,12 @@ def test_many_small_runs_merge_into_the_sorted_order_and_their_files_are_deleted
     sort = ExternalSort(tmp_path / "runs", budget_bytes=20_000)
     for e in data:
         sort.add(e, len(e[0]) + len(e[4]))
-    assert len(sort.runs) > 20  # the budget forced spills
+    assert len(sort.runs) == sort.spilled_runs > 20  # the budget forced spills
+    written = sum(p.stat().st_size for p in sort.runs)
+    assert written == sort.spilled_bytes > 5000 * 10
     assert list(sort.merged()) == sorted(data)
     assert not list((tmp_path / "runs").iterdir())
+    assert sort.runs == [] and sort.spilled_runs > 20  # merged and deleted, still counted
 
 
 def test_within_the_budget_nothing_is_written(tmp_path: Path) -> None:
