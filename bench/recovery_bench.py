@@ -26,6 +26,7 @@ not asserted; docs/capacity.md holds the figures with their date and commit.
 import argparse
 import asyncio
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -57,20 +58,27 @@ Result = dict[str, float]
 # from this benchmark, which holds the games, it would be this benchmark's).
 _PEAK_RSS = """
 import resource, subprocess, sys
-done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+sys.stderr.buffer.write(done.stderr)
 print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
 
 
 def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Run a command to its end: (wall seconds, its peak RSS in MiB)."""
+    took, rss, _ = timed_with_output(command, env)
+    return took, rss
+
+
+def timed_with_output(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Run a command to its end: (wall seconds, its peak RSS in MiB, what it wrote to stderr)."""
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", _PEAK_RSS, *command], env=env, capture_output=True, check=False)
     took = time.monotonic() - started
     status, peak_kib = (int(x) for x in done.stdout.split())
     if status != 0:
         raise SystemExit(f"{' '.join(command)} failed ({status}): {done.stderr.decode()[-2000:]}")
-    return took, peak_kib / 1024
+    return took, peak_kib / 1024, done.stderr.decode(errors="replace")
 
 
 def worker(*args: str) -> list[str]:
@@ -156,7 +164,9 @@ async def rebuild_run(workdir: Path, games: int, seed_csv: Path, memory_mb: floa
         await stack.start(None)
         await produce_backlog(stack.bootstrap, lines)
         del lines
-        took, rss = timed(worker("rebuild", "--seed", str(seed_csv), "--memory-mb", str(memory_mb)), stack.env())
+        rebuild = worker("rebuild", "--seed", str(seed_csv), "--memory-mb", str(memory_mb))
+        took, rss, said = timed_with_output(rebuild, stack.env())
+    spilled = re.search(r"spilled \d+ runs \(([\d.]+) MB\)", said)
     rebuild_rate, replay_rate = games / took, games / replay_took
     return {
         "rebuild games/s": rebuild_rate,
@@ -164,6 +174,7 @@ async def rebuild_run(workdir: Path, games: int, seed_csv: Path, memory_mb: floa
         "rebuild / replay": rebuild_rate / replay_rate,
         "rebuild peak RSS MiB": rss,
         "replay peak RSS MiB": replay_rss,
+        "spilled B per game": float("nan") if spilled is None else float(spilled[1]) * 1e6 / games,
     }
 
 
