@@ -302,7 +302,7 @@ async def test_the_sweep_deletes_expired_records_and_keeps_live_ones(r: Redis) -
     )
     hour = int(time.time() // 3600)
     expired = {f"old-{n}": records.value(bytes(8), hour) for n in range(40)}  # expired this hour
-    live = {f"new-{n}": records.value(bytes(8), hour + 1) for n in range(40)}
+    live = {f"new-{n}": records.value(bytes(8), hour + 2) for n in range(40)}  # live whatever the hour turns to
     for game_id, v in {**expired, **live}.items():
         key, field = records.address(PREFIX, game_id, bits=4)
         await r.hset(key, field, v)
