@@ -183,14 +183,7 @@ class Stored:
 def read_store(url: str, game_ids: Collection[str]) -> Stored:
     with redis.Redis.from_url(url, socket_timeout=10) as r:
         # The records where the documented layouts put them (tests.support.records).
-        compact: set[str] = set()
-        bits = r.hget(keys.store_key(PREFIX), "record_bits")
-        if bits is not None:
-            with r.pipeline(transaction=False) as pipe:
-                ids = sorted(game_ids)
-                for game_id in ids:
-                    pipe.hexists(*records.address(PREFIX, game_id, int(bits)))
-                compact = {g for g, there in zip(ids, pipe.execute(), strict=True) if there}
+        compact = records.compact(r, game_ids, PREFIX)
         compact_total = sum(int(r.hlen(k)) for k in r.scan_iter(f"{PREFIX}{keys.RECORDS}*", count=5000))
         legacy_prefix = keys.game_key(PREFIX, "")
         legacy = {k.decode().removeprefix(legacy_prefix) for k in r.scan_iter(f"{legacy_prefix}*", count=5000)}

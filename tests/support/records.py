@@ -34,19 +34,23 @@ def value(digest: bytes, hour: int) -> bytes:
     return digest + hour.to_bytes(3)
 
 
-def recorded(r: SyncRedis, game_ids: Iterable[str], prefix: str = "rating:") -> set[str]:
-    """The games of `game_ids` that have a record, compact (where the store's bits put it) or legacy."""
+def compact(r: SyncRedis, game_ids: Iterable[str], prefix: str = "rating:") -> set[str]:
+    """The games of `game_ids` that have a compact record, where the store's bits put it."""
     ids = sorted(set(game_ids))
     bits = r.hget(f"{prefix}store", "record_bits")
+    if bits is None or not ids:
+        return set()
     with r.pipeline(transaction=False) as pipe:
         for game_id in ids:
-            if bits is not None:
-                pipe.hexists(*address(prefix, game_id, int(bits)))
+            pipe.hexists(*address(prefix, game_id, int(bits)))
+        return {g for g, there in zip(ids, pipe.execute(), strict=True) if there}
+
+
+def recorded(r: SyncRedis, game_ids: Iterable[str], prefix: str = "rating:") -> set[str]:
+    """The games of `game_ids` that have a record, compact or legacy."""
+    ids = sorted(set(game_ids))
+    with r.pipeline(transaction=False) as pipe:
+        for game_id in ids:
             pipe.exists(f"{prefix}g:{game_id}")
-        found = iter(pipe.execute())
-    out = set()
-    for game_id in ids:
-        compact = bool(next(found)) if bits is not None else False
-        if bool(next(found)) or compact:
-            out.add(game_id)
-    return out
+        legacy = {g for g, there in zip(ids, pipe.execute(), strict=True) if there}
+    return compact(r, ids, prefix) | legacy

@@ -239,7 +239,7 @@ async def _recompute_sorted(
         chunk.append(decode_game(value, settings.max_message_bytes))
         if len(chunk) == CHUNK:
             await apply_in_order(engine, store, chunk)
-            backend.games.clear()
+            backend.games.clear()  # each game comes once: its record is not needed again
             chunk = []
     await apply_in_order(engine, store, chunk)
     return backend

@@ -82,9 +82,9 @@ async def remember(
 async def layout(redis: "Redis", prefix: str) -> tuple[str | None, int | None]:
     """The store's record layout and bucket bits (None before this release wrote to it)."""
     mode, bits = await redis.hmget(keys.store_key(prefix), ["records", "record_bits"])
-    return (None if mode is None else str(mode, "ascii") if isinstance(mode, bytes) else mode), (
-        None if bits is None else int(bits)
-    )
+    if mode is None or bits is None:
+        return None, None
+    return (mode.decode() if isinstance(mode, bytes) else mode), int(bits)
 
 
 async def set_layout(redis: "Redis", prefix: str, mode: Layout) -> None:
