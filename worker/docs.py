@@ -173,7 +173,11 @@ def label_values() -> dict[MetricWrapperBase, dict[str, LabelValues]]:
     operations, which `worker.metrics` cannot import (`worker.stream.retry` imports it)."""
     from worker.stream.retry import OPERATIONS  # noqa: PLC0415  # Kafka and Redis clients load only here
 
-    return {**metrics.LABEL_VALUES, metrics.RETRIES: {"operation": tuple(op.label for op in OPERATIONS)}}
+    retries: dict[str, LabelValues] = {
+        "operation": tuple(op.label for op in OPERATIONS),
+        "dependency": tuple(dict.fromkeys(op.dependency for op in OPERATIONS)),
+    }
+    return {**metrics.LABEL_VALUES, metrics.RETRIES: retries}
 
 
 def metrics_of() -> list[MetricWrapperBase]:
@@ -256,7 +260,7 @@ def render_metrics() -> str:
             "",
             "The alerts on these metrics are in `deploy/k8s/base/prometheusrule.yaml`, each with its runbook",
             "(see [operations](operations.md#alerts-what-they-mean-what-to-do)); the Grafana dashboard",
-            "`deploy/grafana/rating-worker-dashboard.json` shows throughput, lag, latency percentiles, dead",
+            "`deploy/k8s/base/grafana/rating-worker-dashboard.json` shows throughput, lag, latency percentiles, dead",
             "letters, conflicts and retries.",
             "",
         ]

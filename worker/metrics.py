@@ -4,6 +4,8 @@ docs/metrics.md is generated from this module (`rating-worker docs`; `--check` f
 page is stale). Names follow Prometheus conventions: base units (seconds), `_total` for counters.
 """
 
+import itertools
+
 from prometheus_client import Counter, Gauge, Histogram, Info
 from prometheus_client.metrics import MetricWrapperBase
 
@@ -76,10 +78,13 @@ REDIS_SECONDS = Histogram(
     "rating_redis_seconds", "Round trip of one Redis script call, by operation", ["operation"], buckets=LATENCY_BUCKETS
 )
 CAS_CONFLICTS = Counter("rating_cas_conflicts_total", "Games recomputed because another process changed a state first")
-# Its `operation` values are the labels of `worker.stream.retry.OPERATIONS`; that module
-# imports this one, so the docs generator (`worker.docs`) reads them there.
+# Its `operation` and `dependency` values are those of `worker.stream.retry.OPERATIONS`; that
+# module imports this one (and creates each pair's series at 0), so the docs generator
+# (`worker.docs`) reads them there.
 RETRIES = Counter(
-    "rating_retries_total", "Redis or Kafka calls retried after a transient failure, by operation", ["operation"]
+    "rating_retries_total",
+    "Redis or Kafka calls retried after a transient failure, by operation and the dependency it talks to",
+    ["operation", "dependency"],
 )
 IN_FLIGHT = Gauge("rating_games_in_flight", "Games fetched and not yet committed")
 ANY_PARTITION = "any input partition's number (`0`, `1`, ...)"
@@ -94,9 +99,22 @@ LAG_SECONDS = Gauge(
     "none is in flight); 0 when caught up",
     ["partition"],
 )
+STALL_SECONDS = Gauge(
+    "rating_partition_stall_seconds",
+    "How long the partition has had records waiting with no commit while Kafka and Redis answer, from the later "
+    "of its oldest waiting record first seen and its last commit; 0 without lag or while a dependency is away. "
+    "/livez fails above rating_stall_threshold_seconds",
+    ["partition"],
+)
+STALL_THRESHOLD = Gauge(
+    "rating_stall_threshold_seconds", "RATING_STALL_SECONDS: the stall at which /livez fails and the pod is restarted"
+)
 PARTITIONS_ASSIGNED = Gauge("rating_partitions_assigned", "Input partitions this process holds")
 REBALANCES = Counter("rating_rebalances_total", "Partition assignments received")
 LAST_COMMIT = Gauge("rating_last_commit_timestamp_seconds", "Unix time of the last offset commit", ["partition"])
+# The series of one input partition, removed when the partition is revoked: a pod reports only
+# the partitions it owns, so that sums over pods count each partition once.
+PER_PARTITION: tuple[Gauge, ...] = (LAG_RECORDS, LAG_SECONDS, STALL_SECONDS, LAST_COMMIT)
 STORE_UNTRUSTED = Gauge(
     "rating_store_untrusted",
     "1 while the Redis store refuses work because it lost acknowledged writes (run rating-worker restore)",
@@ -122,5 +140,20 @@ LABEL_VALUES: dict[MetricWrapperBase, dict[str, LabelValues]] = {
     LAG_RECORDS: {"partition": ANY_PARTITION},
     LAG_SECONDS: {"partition": ANY_PARTITION},
     LAST_COMMIT: {"partition": ANY_PARTITION},
+    STALL_SECONDS: {"partition": ANY_PARTITION},
     BUILD: {"version": "the package's version", "python": "the Python version"},
 }
+
+
+def _create_every_series() -> None:
+    """Every series of a fixed label set exists at 0 from start-up: an alert on `increase()` or
+    `== 0` sees a counter that never moved, and the first increment is an increase it can see."""
+    for metric, labels in LABEL_VALUES.items():
+        values = list(labels.values())
+        if metric is BUILD or not all(isinstance(v, tuple) for v in values):
+            continue
+        for combination in itertools.product(*values):
+            metric.labels(*combination)
+
+
+_create_every_series()

@@ -2,9 +2,11 @@
 
 - `/readyz` is 200 once Kafka and Redis answer and partitions are assigned; 503 otherwise.
 - `/livez` is 503 when the event loop was blocked (it also cannot answer at all while it is
-  blocked, which the probe's timeout counts as a failure), or when a partition with lag has
-  made no progress (no commit) for RATING_STALL_SECONDS **while Kafka and Redis answer**:
-  an outage of a dependency makes the pods unready, never restarts them all.
+  blocked, which the probe's timeout counts as a failure), or when a partition has had records
+  waiting with no commit for RATING_STALL_SECONDS **while Kafka and Redis answer** (counted
+  from the later of its oldest waiting record first seen and its last commit): an outage of a
+  dependency makes the pods unready, never restarts them all. The same stall is exported per
+  partition (`rating_partition_stall_seconds`), so the alert on it and the probe agree.
 
 Time is passed in (`now`) to the decisions, so they are tested without clocks.
 """
@@ -25,24 +27,63 @@ LOOP_BLOCKED_SECONDS = 5.0  # a sample late by more than this means the loop was
 
 
 @dataclass
+class Waiting:
+    """One assigned partition: records behind, and since when they count as stalled."""
+
+    lag: int = 0
+    since: float | None = None  # monotonic; None while the partition has no lag
+
+
+@dataclass
 class Health:
     stall_seconds: float
     kafka_ok: bool = False
     redis_ok: bool = False
     loop_lag: float = 0.0
-    # partition -> (records behind, monotonic time of its last progress)
-    partitions: dict[int, tuple[int, float]] = field(default_factory=dict)
+    partitions: dict[int, Waiting] = field(default_factory=dict)
 
     def assigned(self, partitions: set[int], now: float) -> None:
-        self.partitions = {p: self.partitions.get(p, (0, now)) for p in partitions}
+        """The partitions held now; those still held keep their clocks."""
+        self.partitions = {p: self.partitions.get(p) or Waiting() for p in partitions}
 
-    def lag(self, partition: int, records: int) -> None:
-        if partition in self.partitions:
-            self.partitions[partition] = (records, self.partitions[partition][1])
+    def revoked(self, partitions: set[int]) -> None:
+        for p in partitions:
+            self.partitions.pop(p, None)
+
+    def lag(self, partition: int, records: int, now: float) -> None:
+        """A lag sample: the stall clock starts when records are first seen waiting."""
+        waiting = self.partitions.get(partition)
+        if waiting is None:
+            return
+        waiting.lag = records
+        if records == 0:
+            waiting.since = None
+        elif waiting.since is None:
+            waiting.since = now
 
     def progressed(self, partition: int, now: float) -> None:
-        if partition in self.partitions:
-            self.partitions[partition] = (self.partitions[partition][0], now)
+        """A commit: whatever still waits counts from now."""
+        waiting = self.partitions.get(partition)
+        if waiting is not None and waiting.since is not None:
+            waiting.since = now
+
+    def answered(self, kafka: bool, redis: bool, now: float) -> None:
+        """The dependencies' last check. While one is away nothing stalls: the clocks restart,
+        so that its return does not find every waiting partition stalled at once."""
+        self.kafka_ok, self.redis_ok = kafka, redis
+        if not (kafka and redis):
+            for waiting in self.partitions.values():
+                if waiting.since is not None:
+                    waiting.since = now
+
+    def stall(self, partition: int, now: float) -> float:
+        """How long the partition has had records waiting with no commit while Kafka and Redis
+        answer: from the later of its oldest waiting record first seen and its last commit.
+        /livez fails above `stall_seconds`; `rating_partition_stall_seconds` exports it."""
+        waiting = self.partitions.get(partition)
+        if waiting is None or waiting.since is None or not (self.kafka_ok and self.redis_ok):
+            return 0.0
+        return max(0.0, now - waiting.since)
 
     def ready(self) -> tuple[bool, str]:
         if not self.kafka_ok:
@@ -58,7 +99,7 @@ class Health:
             return False, f"event loop blocked for {self.loop_lag:.1f} s"
         if not (self.kafka_ok and self.redis_ok):
             return True, "a dependency is unreachable: waiting, not stalled"
-        stalled = sorted(p for p, (lag, at) in self.partitions.items() if lag > 0 and now - at > self.stall_seconds)
+        stalled = sorted(p for p in self.partitions if self.stall(p, now) > self.stall_seconds)
         if stalled:
             return False, f"partitions {stalled} have lag and made no progress for {self.stall_seconds:.0f} s"
         return True, "live"
@@ -69,8 +110,7 @@ async def watch_dependencies(
 ) -> None:
     """Ping Kafka and Redis, and sample the event loop's lag, every CHECK_INTERVAL."""
     while True:
-        health.kafka_ok = await _answers(kafka)
-        health.redis_ok = await _answers(redis)
+        health.answered(await _answers(kafka), await _answers(redis), time.monotonic())
         before = time.monotonic()
         await asyncio.sleep(CHECK_INTERVAL)
         health.loop_lag = max(0.0, time.monotonic() - before - CHECK_INTERVAL)
@@ -79,10 +119,11 @@ async def watch_dependencies(
 
 
 async def _answers(check: Callable[[], Awaitable[object]]) -> bool:
+    """Whether the check answered in time; a check that answers `False` (the Redis store's guard
+    refusing work) counts as not answering."""
     try:
         async with asyncio.timeout(CHECK_TIMEOUT):
-            await check()
-        return True
+            return await check() is not False
     except Exception:  # any failure means: not reachable now
         return False
 

@@ -120,6 +120,7 @@ async def serve(settings: WorkerSettings) -> int:
 async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Progress) -> int:
     metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
     health = Health(stall_seconds=settings.stall_seconds)
+    metrics.STALL_THRESHOLD.set(settings.stall_seconds)
     server = await serve_http(health, settings.metrics_port) if settings.metrics_port else None
     try:
         async with pipeline_for(settings) as (pipeline, producer, store):

@@ -14,6 +14,7 @@ renamed) starts at its watermark instead of re-reading the whole topic.
 """
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import Counter
@@ -73,6 +74,10 @@ class RatingConsumer:
         self.oldest_pending: dict[TopicPartition, float] = {}  # timestamp (s) of the batch in flight
         self.last_done: dict[TopicPartition, float] = {}  # timestamp (s) of the last record committed
         self.watermarks: dict[TopicPartition, int] = {}  # every record below is done (read from Redis)
+        # Partitions started at their watermark for want of a committed offset: the watermark is
+        # committed by the loop (not inside the rebalance), so that the group's offsets, and the
+        # lag every other tool computes from them, say what is done even if nothing more comes.
+        self.to_commit: dict[TopicPartition, int] = {}
 
     def listener(self) -> ConsumerRebalanceListener:
         return _Listener(self)
@@ -84,6 +89,10 @@ class RatingConsumer:
             while not stopping.is_set():
                 batches = await self.consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS, max_records=self.batch_size)
                 self.check_ends()  # also while no record comes: a consumer past the end waits there
+                if self.to_commit:
+                    offsets, self.to_commit = self.to_commit, {}
+                    async with self.in_flight:
+                        await self.commit(offsets)
                 if batches:
                     async with self.in_flight:
                         await self.process(batches)
@@ -92,27 +101,29 @@ class RatingConsumer:
 
     async def _watch_lag(self) -> None:
         while True:
-            self.observe_lag(time.time())
+            self.observe_lag(time.time(), time.monotonic())
             await asyncio.sleep(LAG_INTERVAL)
 
-    def observe_lag(self, now: float) -> None:
+    def observe_lag(self, now: float, clock: float) -> None:
         """Lag per partition from the client's own view: highwater (from its fetches) - committed.
 
         Measured against what is committed, not fetched, so a batch stuck in flight shows as
         lag; and computed here rather than from the broker's end offsets (one request per
         partition, and wrong on some Kafka-compatible brokers). Seconds: the age of the oldest
         record not yet committed (approximated by the last committed one while none is in flight).
+        The stall is the health's (`clock` is monotonic), the one /livez judges.
         """
         for tp in self.consumer.assignment():
             highwater, done = self.consumer.highwater(tp), self.committed.get(tp)
-            if highwater is None or done is None:
+            if highwater is None or done is None or tp.partition not in self.health.partitions:
                 continue
             lag = max(0, highwater - done)
             oldest = self.oldest_pending.get(tp, self.last_done.get(tp))
             label = str(tp.partition)
             metrics.LAG_RECORDS.labels(label).set(lag)
             metrics.LAG_SECONDS.labels(label).set(max(0.0, now - oldest) if lag and oldest else 0.0)
-            self.health.lag(tp.partition, lag)
+            self.health.lag(tp.partition, lag, clock)
+            metrics.STALL_SECONDS.labels(label).set(self.health.stall(tp.partition, clock))
 
     async def process(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> None:
         started = time.perf_counter()
@@ -272,6 +283,15 @@ class _Tally:
             metrics.GAMES_SKIPPED.labels(reason).inc(n)
 
 
+def forget_series(partitions: Iterable[TopicPartition]) -> None:
+    """Remove the per-partition series of partitions this process no longer holds: their next
+    owner reports them, and a frozen copy here would be counted twice and alert for nothing."""
+    for tp in partitions:
+        for gauge in metrics.PER_PARTITION:
+            with contextlib.suppress(KeyError):  # a partition revoked before its first sample
+                gauge.remove(str(tp.partition))
+
+
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is untyped
     def __init__(self, consumer: RatingConsumer) -> None:
         self.consumer = consumer
@@ -279,6 +299,10 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
         if revoked:
             await self.consumer.drain(revoked)
+            self.consumer.health.revoked({tp.partition for tp in revoked})
+            for tp in revoked:
+                self.consumer.to_commit.pop(tp, None)
+            forget_series(revoked)
             log.info("partitions revoked: %s", sorted(str(tp) for tp in revoked))
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
@@ -302,6 +326,7 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is
             watermark = worker.watermarks.get(tp, 0)
             if offset is None and watermark > 0:
                 worker.consumer.seek(tp, watermark)
+                worker.to_commit[tp] = watermark
                 metrics.OFFSETS_MISSING.inc()
                 log.error(
                     "%s has no committed offset but Redis has applied it up to %d: starting there, not from the "

@@ -86,7 +86,7 @@ def transient(error: BaseException) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Operation:
-    """A retried call: `label` is its `rating_retries_total{operation}` value, `dependency` what it talks to."""
+    """A retried call: `label` and `dependency` (what it talks to) are its `rating_retries_total` labels."""
 
     label: str
     dependency: str  # "kafka" or "redis"
@@ -120,6 +120,8 @@ OPERATIONS = (
     REDIS_WAIT,
     REDIS_COMMAND,
 )
+for _operation in OPERATIONS:  # every series at 0 from start-up (see `worker.metrics`)
+    metrics.RETRIES.labels(_operation.label, _operation.dependency)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +170,7 @@ async def retrying(operation: Operation, attempt: Callable[..., Awaitable[T]], *
             if failures == 0:
                 first_failure = now
             failures += 1
-            metrics.RETRIES.labels(operation.label).inc()
+            metrics.RETRIES.labels(operation.label, operation.dependency).inc()
             if isinstance(e, StoreUntrusted):
                 metrics.STORE_UNTRUSTED.set(1)
             if current.give_up_after is not None and now - first_failure >= current.give_up_after:

@@ -22,25 +22,55 @@ def test_not_ready_until_partitions_are_assigned_and_dependencies_answer() -> No
 
 def test_a_partition_with_lag_and_no_progress_for_the_stall_time_is_not_live() -> None:
     h = healthy(stall=100)
-    h.lag(1, 50)
+    h.lag(1, 50, now=0.0)
     assert h.live(now=100.0)[0]  # exactly the stall time: not yet
     ok, reason = h.live(now=100.5)
     assert not ok and "[1]" in reason
+    assert h.stall(1, now=100.5) == 100.5 and h.stall(0, now=100.5) == 0.0
     h.progressed(1, now=100.5)
     assert h.live(now=150.0)[0]
+    assert h.stall(1, now=150.0) == 49.5
+
+
+def test_the_stall_counts_from_the_oldest_waiting_record_not_from_the_last_commit() -> None:
+    """A partition idle for an hour after its last commit is not stalled the moment a record arrives."""
+    h = healthy(stall=100)
+    h.progressed(0, now=10.0)
+    h.lag(0, 0, now=20.0)
+    h.lag(0, 3, now=3600.0)  # first seen waiting an hour after the last commit
+    assert h.stall(0, now=3601.0) == 1.0
+    assert h.live(now=3601.0)[0]
+    h.lag(0, 0, now=3602.0)  # done: no stall, and the next wait starts a new clock
+    h.lag(0, 1, now=5000.0)
+    assert h.stall(0, now=5050.0) == 50.0
 
 
 def test_a_partition_without_lag_is_never_stalled() -> None:
     h = healthy(stall=10)
+    h.lag(0, 0, now=0.0)
     assert h.live(now=10_000.0)[0]
+    assert h.stall(0, now=10_000.0) == 0.0
 
 
 def test_an_unreachable_dependency_makes_the_pod_unready_not_dead() -> None:
     h = healthy(stall=10)
-    h.lag(0, 500)
-    h.redis_ok = False
+    h.lag(0, 500, now=0.0)
+    h.answered(kafka=True, redis=False, now=5.0)
     assert h.live(now=10_000.0)[0]
+    assert h.stall(0, now=10_000.0) == 0.0  # waiting, not stalled: the exported stall agrees
     assert not h.ready()[0]
+
+
+def test_the_stall_clock_restarts_when_a_dependency_comes_back() -> None:
+    """After a ten-minute Redis outage the waiting partitions are not all stalled at once."""
+    h = healthy(stall=100)
+    h.lag(0, 500, now=0.0)
+    h.answered(kafka=True, redis=False, now=2.0)
+    h.answered(kafka=True, redis=False, now=600.0)
+    h.answered(kafka=True, redis=True, now=602.0)
+    assert h.stall(0, now=603.0) == 3.0
+    assert h.live(now=603.0)[0]
+    assert not h.live(now=700.5)[0]
 
 
 def test_a_blocked_event_loop_is_not_live() -> None:
@@ -50,12 +80,14 @@ def test_a_blocked_event_loop_is_not_live() -> None:
     assert not ok and "blocked" in reason
 
 
-def test_a_new_assignment_keeps_the_progress_of_partitions_still_held() -> None:
+def test_a_new_assignment_keeps_the_clocks_of_partitions_still_held() -> None:
     h = healthy(stall=10)
+    h.lag(0, 1, now=55.0)
     h.progressed(0, now=58.0)
-    h.assigned({0, 2}, now=60.0)  # 0 keeps its progress at 58; 2 starts its clock at 60
-    h.lag(0, 1)
-    h.lag(2, 1)
+    h.assigned({0, 2}, now=60.0)  # 0 keeps its clock at 58; 2 starts when its records are seen
+    h.lag(2, 1, now=61.0)
     assert h.live(now=65.0)[0]
     ok, reason = h.live(now=68.5)
     assert not ok and "[2]" not in reason and "[0]" in reason
+    h.revoked({0})
+    assert h.live(now=70.0)[0] and h.stall(0, now=70.0) == 0.0

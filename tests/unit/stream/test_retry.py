@@ -37,8 +37,9 @@ class Flaky:
         return "done"
 
 
-def retries(label: str) -> float:
-    return REGISTRY.get_sample_value("rating_retries_total", {"operation": label}) or 0.0
+def retries(operation: Operation) -> float:
+    labels = {"operation": operation.label, "dependency": operation.dependency}
+    return REGISTRY.get_sample_value("rating_retries_total", labels) or 0.0
 
 
 @pytest.mark.parametrize(
@@ -72,11 +73,11 @@ async def test_a_transient_error_is_retried_until_the_attempt_succeeds(operation
 )
 async def test_a_permanent_kafka_error_is_raised_at_once_without_retrying(error: Exception) -> None:
     attempt = Flaky(error, failures=1000)
-    before = retries(KAFKA_OP.label)
+    before = retries(KAFKA_OP)
     with pytest.raises(type(error)):
         await retrying(KAFKA_OP, attempt)
     assert attempt.calls == 1
-    assert retries(KAFKA_OP.label) == before
+    assert retries(KAFKA_OP) == before
 
 
 async def test_a_bug_is_raised_at_once_without_retrying() -> None:
@@ -130,12 +131,25 @@ async def test_under_a_give_up_policy_a_call_that_recovers_in_time_succeeds() ->
 
 async def test_each_retry_is_counted_under_the_operations_label() -> None:
     first, second = Operation("test_label_one", "redis"), Operation("test_label_two", "kafka")
-    before_first, before_second = retries(first.label), retries(second.label)
+    before_first, before_second = retries(first), retries(second)
     await retrying(first, Flaky(redis.exceptions.ConnectionError("down"), failures=3))
     await retrying(second, Flaky(errors.KafkaTimeoutError(), failures=2))
     await retrying(second, Flaky(None, failures=0))  # a success at the first attempt is no retry
-    assert retries(first.label) - before_first == 3
-    assert retries(second.label) - before_second == 2
+    assert retries(first) - before_first == 3
+    assert retries(second) - before_second == 2
+
+
+def test_every_operations_series_exists_from_start_up_labelled_with_its_dependency() -> None:
+    """An alert on `increase()` sees the first retry only if the series was there before it."""
+    exported = {
+        (sample.labels["operation"], sample.labels["dependency"])
+        for family in REGISTRY.collect()
+        if family.name == "rating_retries"
+        for sample in family.samples
+        if sample.name == "rating_retries_total"
+    }
+    assert {(op.label, op.dependency) for op in retry.OPERATIONS} <= exported
+    assert ("redis_read", "redis") in exported and ("kafka_publish", "kafka") in exported
 
 
 def test_the_workers_operations_have_distinct_labels_and_known_dependencies() -> None:
