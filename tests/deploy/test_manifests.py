@@ -1,8 +1,12 @@
 """deploy/: the Kubernetes manifests, the alerts, the dashboard and the Dockerfile, checked statically.
 
-There is no Docker engine and no cluster here: manifests are rendered (tests/deploy/kustomize.py),
-validated against the Kubernetes schemas (kubernetes-validate), CRDs get a structural check,
-and every PromQL expression must parse and name only metrics the worker exports.
+There is no Docker engine and no cluster here. The base and every overlay are rendered by the real
+kustomize, `kubectl kustomize` (tests/deploy/render.py finds a kubectl >= 1.27, and the tests fail,
+never skip, without one); components are rendered through the overlays that use them. The core
+resources are validated against the Kubernetes schemas (kubernetes-validate), the CRDs get a
+structural check, the ScaledObject must read the lag of the worker's own brokers, group and topic
+(as the rendered ConfigMap gives them) with the worker's credentials, and every PromQL expression
+(alerts and dashboard) must parse and name only metrics the worker exports.
 """
 
 import json
@@ -17,10 +21,12 @@ import yaml
 from prometheus_client import REGISTRY
 
 import worker.metrics  # noqa: F401  # registers the worker's metrics
-from tests.deploy.kustomize import build
+from tests.deploy.render import render
 from worker.settings import WorkerSettings
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+K8S = DEPLOY / "k8s"
+DASHBOARD = K8S / "base/grafana/rating-worker-dashboard.json"
 K8S_VERSION = "1.30"
 INPUT_PARTITIONS = 12  # `rating-worker topics` default
 # Settings left unset on purpose in a Deployment: static membership needs stable pod names
@@ -37,16 +43,31 @@ UNSET_BY_DESIGN = {
     "redis_ssl_certfile",
     "redis_ssl_keyfile",
 }
+# RATING_KAFKA_SASL_MECHANISM -> the KEDA kafka scaler's `sasl`.
+KEDA_SASL = {"PLAIN": "plaintext", "SCRAM-SHA-256": "scram_sha256", "SCRAM-SHA-512": "scram_sha512"}
+# The kustomizations a cluster is given: the base and every overlay (found, so a new one is tested).
+TARGETS = ["base", *sorted(str(p.parent.relative_to(K8S)) for p in K8S.glob("overlays/*/kustomization.yaml"))]
 
 
-@pytest.fixture(scope="module", params=["base", "overlays/production"])
+@pytest.fixture(scope="module", params=TARGETS)
 def rendered(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
-    return build(DEPLOY / "k8s" / request.param)
+    return render(K8S / request.param)
 
 
-def by_kind(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    (obj,) = [o for o in objects if o["kind"] == kind]
+def by_kind(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    (obj,) = [o for o in objects if o["kind"] == kind and name in (None, o["metadata"]["name"])]
     return obj
+
+
+def worker_config(objects: list[dict[str, Any]]) -> dict[str, str]:
+    data: dict[str, str] = by_kind(objects, "ConfigMap", "rating-worker")["data"]
+    return data
+
+
+def worker_container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = by_kind(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    (container,) = containers
+    return container
 
 
 def test_core_resources_validate_against_the_kubernetes_schemas(rendered: list[dict[str, Any]]) -> None:
@@ -60,10 +81,10 @@ def test_core_resources_validate_against_the_kubernetes_schemas(rendered: list[d
 def test_the_deployment_is_wired_to_the_health_endpoints_and_drains_in_time(rendered: list[dict[str, Any]]) -> None:
     deployment = by_kind(rendered, "Deployment")
     pod = deployment["spec"]["template"]["spec"]
-    (container,) = pod["containers"]
+    container = worker_container(rendered)
     assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    config = by_kind(rendered, "ConfigMap")["data"]
+    config = worker_config(rendered)
     assert pod["terminationGracePeriodSeconds"] > float(config["RATING_SHUTDOWN_GRACE_SECONDS"])
     assert container["ports"][0]["containerPort"] == int(config["RATING_METRICS_PORT"])
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
@@ -77,13 +98,14 @@ def test_the_deployment_is_wired_to_the_health_endpoints_and_drains_in_time(rend
 
 
 def test_every_setting_comes_from_the_configmap_or_a_secret(rendered: list[dict[str, Any]]) -> None:
-    config = by_kind(rendered, "ConfigMap")["data"]
-    (container,) = by_kind(rendered, "Deployment")["spec"]["template"]["spec"]["containers"]
+    config = worker_config(rendered)
+    container = worker_container(rendered)
     from_secrets = {e["name"] for e in container.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})}
     settings = {f"RATING_{name.upper()}" for name in WorkerSettings.model_fields if name not in UNSET_BY_DESIGN}
     assert settings - set(config) - from_secrets == set()
     assert set(config) <= settings, "the ConfigMap names a setting the worker does not read"
     assert "RATING_REDIS_URL" in from_secrets and "RATING_REDIS_URL" not in config  # it may carry a password
+    assert container["envFrom"] == [{"configMapRef": {"name": "rating-worker"}}]
 
 
 def test_crds_have_the_fields_their_operators_need(rendered: list[dict[str, Any]]) -> None:
@@ -95,20 +117,164 @@ def test_crds_have_the_fields_their_operators_need(rendered: list[dict[str, Any]
     assert 1 <= scaled["spec"]["minReplicaCount"] <= scaled["spec"]["maxReplicaCount"] <= INPUT_PARTITIONS
     behavior = scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert behavior["scaleDown"]["stabilizationWindowSeconds"] >= 60
-    (trigger,) = scaled["spec"]["triggers"]
-    assert trigger["type"] == "kafka" and trigger["metadata"]["topic"] == "arena.game.finished.v1"
     monitor = by_kind(rendered, "PodMonitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
     assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
-    assert endpoint["port"] == deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["name"]
+    assert endpoint["port"] == worker_container(rendered)["ports"][0]["name"]
     pdb = by_kind(rendered, "PodDisruptionBudget")
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
     rules = by_kind(rendered, "PrometheusRule")
     for group in rules["spec"]["groups"]:
         for rule in group["rules"]:
+            if "record" in rule:
+                assert set(rule) <= {"record", "expr", "labels"} and ":" in rule["record"], rule
+                continue
             assert {"alert", "expr", "for", "labels", "annotations"} <= set(rule)
             assert rule["labels"]["severity"] in ("warning", "critical")
+
+
+# --- the ScaledObject: the worker's own Kafka settings
+
+
+def test_the_scaledobject_reads_the_lag_of_the_workers_own_brokers_group_and_topic(
+    rendered: list[dict[str, Any]],
+) -> None:
+    config = worker_config(rendered)
+    scaled = by_kind(rendered, "ScaledObject")
+    triggers = scaled["spec"]["triggers"]
+    assert triggers and all(t["type"] == "kafka" for t in triggers)
+    for trigger in triggers:
+        metadata = trigger["metadata"]
+        brokers = [b.strip() for b in metadata["bootstrapServers"].split(",")]
+        assert brokers == [b.strip() for b in config["RATING_KAFKA_BOOTSTRAP_SERVERS"].split(",")]
+        assert metadata["consumerGroup"] == config["RATING_KAFKA_GROUP_ID"]
+        assert metadata["topic"] == config["RATING_TOPIC_GAMES"]
+        # The worker starts a partition without a committed offset from its earliest record.
+        assert metadata["offsetResetPolicy"] == "earliest"
+        # KEDA accepts a fallback only with the AverageValue metric type (the kafka trigger's default).
+        assert trigger.get("metricType", "AverageValue") == "AverageValue"
+    fallback = scaled["spec"]["fallback"]
+    assert fallback["failureThreshold"] >= 1
+    assert scaled["spec"]["minReplicaCount"] <= fallback["replicas"] <= scaled["spec"]["maxReplicaCount"]
+
+
+def test_the_scaledobject_talks_to_kafka_as_the_worker_does(rendered: list[dict[str, Any]]) -> None:
+    config = worker_config(rendered)
+    scaled = by_kind(rendered, "ScaledObject")
+    (trigger,) = scaled["spec"]["triggers"]
+    metadata = trigger["metadata"]
+    protocol = config["RATING_KAFKA_SECURITY_PROTOCOL"]
+    assert metadata.get("tls", "disable") == ("enable" if protocol.endswith("SSL") else "disable")
+    if not protocol.startswith("SASL_"):
+        assert "sasl" not in metadata and "authenticationRef" not in trigger
+        return
+    assert metadata["sasl"] == KEDA_SASL[config["RATING_KAFKA_SASL_MECHANISM"]]
+    auth = by_kind(rendered, "TriggerAuthentication", trigger["authenticationRef"]["name"])
+    assert auth["apiVersion"] == "keda.sh/v1alpha1"
+    assert trigger["authenticationRef"].get("kind", "TriggerAuthentication") == "TriggerAuthentication"
+    assert auth["metadata"].get("namespace") == scaled["metadata"].get("namespace")
+    # sasl and tls are in the trigger: KEDA refuses them in both places.
+    refs = {ref["parameter"]: (ref["name"], ref["key"]) for ref in auth["spec"]["secretTargetRef"]}
+    assert set(refs) == {"username", "password"}
+    env = {
+        e["name"]: (e["valueFrom"]["secretKeyRef"]["name"], e["valueFrom"]["secretKeyRef"]["key"])
+        for e in worker_container(rendered)["env"]
+        if "secretKeyRef" in e.get("valueFrom", {})
+    }
+    assert refs["username"] == env["RATING_KAFKA_SASL_USERNAME"]
+    assert refs["password"] == env["RATING_KAFKA_SASL_PASSWORD"]
+
+
+def test_every_component_is_rendered_through_an_overlay() -> None:
+    used: set[Path] = set()
+    for overlay in TARGETS:
+        kustomization = yaml.safe_load((K8S / overlay / "kustomization.yaml").read_text())
+        used |= {(K8S / overlay / c).resolve() for c in kustomization.get("components", [])}
+    assert {p.parent.resolve() for p in K8S.glob("components/*/kustomization.yaml")} <= used
+    assert any("TriggerAuthentication" in {o["kind"] for o in render(K8S / overlay)} for overlay in TARGETS), (
+        "no overlay renders the kafka-sasl-tls component"
+    )
+
+
+# --- the dashboard
+
+
+def test_the_dashboard_ships_as_a_configmap_for_the_grafana_sidecar(rendered: list[dict[str, Any]]) -> None:
+    shipped = by_kind(rendered, "ConfigMap", "rating-worker-dashboard")  # no hash suffix: a fixed name
+    assert shipped["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(shipped["data"][DASHBOARD.name]) == json.loads(DASHBOARD.read_text())
+    assert not (DEPLOY / "grafana").exists(), "the dashboard's single source is under deploy/k8s/base/grafana"
+
+
+def dashboard() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return loaded
+
+
+def variables(board: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {v["name"]: v for v in board["templating"]["list"]}
+
+
+# Grafana's own variables, by a sample value of theirs; the dashboard's query variables get
+# `sample-<name>`. An undefined variable is a KeyError.
+GRAFANA_BUILT_INS = {"__rate_interval": "5m", "__interval": "1m", "__range": "1h"}
+
+
+def with_samples(query: str, board: dict[str, Any]) -> str:
+    """`query` with every Grafana variable replaced by a sample value, so that PromQL parses it."""
+    samples = {name: f"sample-{name}" for name, v in variables(board).items() if v["type"] == "query"}
+    samples |= GRAFANA_BUILT_INS
+    return re.sub(r"\$\{?(\w+)\}?", lambda m: samples[m[1]], query)
+
+
+def selectors(expr: promql_parser.Expr) -> list[promql_parser.VectorSelector]:
+    found: list[promql_parser.VectorSelector] = []
+
+    def visit(node: promql_parser.Expr) -> None:
+        if isinstance(node, promql_parser.VectorSelector):
+            found.append(node)
+
+    promql_parser.walk(expr, visit)
+    return found
+
+
+def matchers(selector: promql_parser.VectorSelector) -> set[tuple[str, str, str]]:
+    return {(m.name, str(m.op), m.value) for m in selector.matchers.matchers}
+
+
+EQUAL, RE = str(promql_parser.MatchOp.Equal), str(promql_parser.MatchOp.Re)
+SCOPE = {("namespace", EQUAL, "sample-namespace"), ("job", EQUAL, "sample-job"), ("pod", RE, "sample-pod")}
+
+
+def test_the_dashboard_is_scoped_by_namespace_job_and_pod() -> None:
+    board = dashboard()
+    found = variables(board)
+    label_values = re.compile(r"^label_values\((.+),\s*(\w+)\)$")
+    chained: dict[str, set[str]] = {"namespace": set(), "job": {"namespace"}, "pod": {"namespace", "job"}}
+    for name, before in chained.items():
+        variable = found[name]
+        assert variable["type"] == "query" and variable["datasource"]["uid"] == "${datasource}"
+        match = label_values.match(variable["query"])
+        assert match and match[2] == name, variable["query"]
+        (selector,) = selectors(promql_parser.parse(with_samples(match[1], board)))
+        assert selector.name == "rating_build_info"
+        assert {m[0] for m in matchers(selector)} == before, f"{name} is chained to {before}"
+    assert found["pod"]["multi"] and found["pod"]["includeAll"] and found["pod"]["allValue"] == ".*"
+    for panel in board["panels"]:
+        assert panel.get("description", "").strip(), f"{panel['title']}: no description"
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            ranges = re.findall(r"\[([^\]]*)\]", target["expr"])
+            assert set(ranges) <= {"$__rate_interval"}, (panel["title"], target["expr"])
+            if re.search(r"\b(rate|increase|irate)\(", target["expr"]):
+                assert ranges, (panel["title"], target["expr"])
+            for selector in selectors(promql_parser.parse(with_samples(target["expr"], board))):
+                assert matchers(selector) >= SCOPE, (panel["title"], target["expr"])
+    assert len({panel["id"] for panel in board["panels"]}) == len(board["panels"])
+
+
+# --- PromQL: the alerts and the dashboard
 
 
 def exported_metric_names() -> set[str]:
@@ -117,10 +283,10 @@ def exported_metric_names() -> set[str]:
 
 
 def expressions() -> list[str]:
-    rules = yaml.safe_load((DEPLOY / "k8s/base/prometheusrule.yaml").read_text())
+    rules = yaml.safe_load((K8S / "base/prometheusrule.yaml").read_text())
     exprs = [r["expr"] for g in rules["spec"]["groups"] for r in g["rules"]]
-    dashboard = json.loads((DEPLOY / "grafana/rating-worker-dashboard.json").read_text())
-    exprs += [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    board = dashboard()
+    exprs += [with_samples(t["expr"], board) for p in board["panels"] for t in p["targets"]]
     return exprs
 
 
