@@ -95,7 +95,10 @@ def test_every_label_declares_the_values_the_code_produces() -> None:
         "kind": tuple(k.value for k in Kind),
         "category": tuple(c.value for c in Category),
     }
-    assert values[metrics.RETRIES] == {"operation": tuple(op.label for op in OPERATIONS)}
+    assert values[metrics.RETRIES] == {
+        "operation": tuple(op.label for op in OPERATIONS),
+        "dependency": ("kafka", "redis"),
+    }
     assert values[metrics.REDIS_SECONDS] == {"operation": ("read", "apply", "ack")}
     page = (ROOT / METRICS).read_text(encoding="utf-8")
     for metric in docs.metrics_of():
@@ -180,13 +183,19 @@ def test_the_contract_example_is_what_rate_writes(tmp_path: Path) -> None:
 
 def test_every_alert_has_a_runbook_with_its_expression() -> None:
     rules = yaml.safe_load((ROOT / "deploy/k8s/base/prometheusrule.yaml").read_text(encoding="utf-8"))
-    alerts = {rule["alert"]: rule["expr"] for group in rules["spec"]["groups"] for rule in group["rules"]}
+    every = [rule for group in rules["spec"]["groups"] for rule in group["rules"]]
+    alerts = {rule["alert"]: rule for rule in every if "alert" in rule}
     assert {page.stem for page in (DOCS / "runbooks").glob("*.md")} == set(alerts)
     operations = (DOCS / "operations.md").read_text(encoding="utf-8")
-    for alert, expr in alerts.items():
+    readme = README.read_text(encoding="utf-8")
+    for alert, rule in alerts.items():
         runbook = (DOCS / "runbooks" / f"{alert}.md").read_text(encoding="utf-8")
-        assert f"```promql\n{expr}\n```" in runbook
+        assert f"```promql\n{rule['expr']}\n```" in runbook
         assert f"| [`{alert}`](runbooks/{alert}.md) |" in operations
+        assert rule["annotations"]["runbook_url"].endswith(f"/docs/runbooks/{alert}.md")
+        assert {"summary", "description"} <= set(rule["annotations"])
+        assert rule["labels"]["severity"] in ("warning", "critical")
+    assert "docs/runbooks/" in readme
 
 
 def test_the_readme_layout_tree_is_the_real_one() -> None:
