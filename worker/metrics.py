@@ -90,7 +90,8 @@ IN_FLIGHT = Gauge("rating_games_in_flight", "Games fetched and not yet committed
 ANY_PARTITION = "any input partition's number (`0`, `1`, ...)"
 LAG_RECORDS = Gauge(
     "rating_consumer_lag_records",
-    "Records behind the end of the partition: highwater (from the worker's own fetches) minus committed offset",
+    "Records behind the end of the partition: its end (the broker's end offset, or the highwater of the worker's "
+    "fetches if higher) minus the committed offset; sampled every second, only for partitions this process owns",
     ["partition"],
 )
 LAG_SECONDS = Gauge(

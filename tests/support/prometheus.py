@@ -4,9 +4,8 @@ scraped from real workers.
 
 A *recording* is a worker's `/metrics` scraped every second for a few seconds in one situation
 (publication denied, Redis away, ...). `input_series` turns it into promtool's input series:
-each series starts at its first scraped value and goes on at the pace the scrapes show (a
-counter at its mean rate, a gauge along its least-squares line; a 0/1 flag keeps its last
-value). Nothing is invented: a situation the worker was not put in has no series.
+each series starts at its first scraped value and goes on as the scrapes show (`extend`).
+Nothing is invented: a situation the worker was not put in has no series.
 """
 
 import json
@@ -99,20 +98,32 @@ class Recording:
 COUNTER_SUFFIXES = ("_total", "_count", "_sum", "_bucket")
 
 
+TREND = 5.0  # how many standard errors a gauge's slope must be from 0 to be taken as a trend
+
+
 def extend(name: str, points: Sequence[tuple[float, float]], at: float) -> float:
-    """The value at `at` (seconds after the recording began) of a series seen at `points`."""
+    """The value at `at` (seconds after the recording began) of a series seen at `points`: a
+    counter goes on at its mean rate; a 0/1 flag keeps its last value; a gauge with a clear
+    trend (a growing lag, an age: its least-squares slope more than TREND standard errors from
+    0) goes on along its line; any other gauge (one that comes and goes, such as the lag of a
+    healthy worker or the stall between two commits) stays at its mean."""
     (t0, v0), (t1, v1) = points[0], points[-1]
     if len(points) == 1 or t1 == t0:
         return v1
     if name.endswith(COUNTER_SUFFIXES):
         return v0 + max(0.0, (v1 - v0) / (t1 - t0)) * (at - t0)
-    if {v for _, v in points} <= {0.0, 1.0}:
-        return v1  # a flag
+    values = [v for _, v in points]
+    if set(values) <= {0.0, 1.0}:
+        return v1
     n = len(points)
-    mean_t = sum(t for t, _ in points) / n
-    mean_v = sum(v for _, v in points) / n
-    slope = sum((t - mean_t) * (v - mean_v) for t, v in points) / sum((t - mean_t) ** 2 for t, _ in points)
-    return max(0.0, mean_v + slope * (at - mean_t))
+    mean_t, mean_v = sum(t for t, _ in points) / n, sum(values) / n
+    spread = sum((t - mean_t) ** 2 for t, _ in points)
+    slope = sum((t - mean_t) * (v - mean_v) for t, v in points) / spread
+    residuals = sum((v - mean_v - slope * (t - mean_t)) ** 2 for t, v in points)
+    error = (residuals / max(n - 2, 1) / spread) ** 0.5
+    if n > 2 and abs(slope) > TREND * error:
+        return max(0.0, mean_v + slope * (at - mean_t))
+    return mean_v
 
 
 def input_series(

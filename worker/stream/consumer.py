@@ -101,23 +101,42 @@ class RatingConsumer:
 
     async def _watch_lag(self) -> None:
         while True:
-            self.observe_lag(time.time(), time.monotonic())
+            self.observe_lag(time.time(), time.monotonic(), await self.ends())
             await asyncio.sleep(LAG_INTERVAL)
 
-    def observe_lag(self, now: float, clock: float) -> None:
-        """Lag per partition from the client's own view: highwater (from its fetches) - committed.
+    async def ends(self) -> dict[TopicPartition, int]:
+        """The broker's end offsets of the assigned partitions (one ListOffsets request), or
+        none when it does not answer within the sampling interval."""
+        partitions = list(self.consumer.assignment())
+        if not partitions:
+            return {}
+        try:
+            async with asyncio.timeout(LAG_INTERVAL):
+                ends: dict[TopicPartition, int] = await self.consumer.end_offsets(partitions)
+                return ends
+        except (KafkaError, TimeoutError, OSError) as e:
+            log.debug("end offsets not read (%s: %s); the lag uses the fetches' highwater", type(e).__name__, e)
+            return {}
 
-        Measured against what is committed, not fetched, so a batch stuck in flight shows as
-        lag; and computed here rather than from the broker's end offsets (one request per
-        partition, and wrong on some Kafka-compatible brokers). Seconds: the age of the oldest
-        record not yet committed (approximated by the last committed one while none is in flight).
-        The stall is the health's (`clock` is monotonic), the one /livez judges.
+    def observe_lag(self, now: float, clock: float, ends: dict[TopicPartition, int]) -> None:
+        """Lag per partition: the partition's end minus the committed offset.
+
+        The end is the larger of the broker's end offset (`ends`) and the highwater of the
+        client's own fetches: the highwater alone stops moving while the records of the last
+        fetch wait to be consumed (a partition is fetched again only once they are), so a worker
+        held up, or slower than its input, would see its lag shrink while the backlog grows; and
+        some Kafka-compatible brokers answer end offsets short of the end, which a fetch corrects.
+        Measured against what is committed, not fetched, so a batch stuck in flight shows as lag.
+        Seconds: the age of the oldest record not yet committed (approximated by the last
+        committed one while none is in flight). The stall is the health's (`clock` is
+        monotonic), the one /livez judges.
         """
         for tp in self.consumer.assignment():
             highwater, done = self.consumer.highwater(tp), self.committed.get(tp)
-            if highwater is None or done is None or tp.partition not in self.health.partitions:
+            end = max(highwater or 0, ends.get(tp, 0))
+            if (highwater is None and tp not in ends) or done is None or tp.partition not in self.health.partitions:
                 continue
-            lag = max(0, highwater - done)
+            lag = max(0, end - done)
             oldest = self.oldest_pending.get(tp, self.last_done.get(tp))
             label = str(tp.partition)
             metrics.LAG_RECORDS.labels(label).set(lag)

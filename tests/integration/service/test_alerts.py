@@ -105,13 +105,33 @@ async def wait_until(check: Callable[[], bool], what: str, timeout: float = 30.0
         await asyncio.sleep(0.2)
 
 
-def owns_partitions(port: int) -> bool:
+def sample(port: int, name: str, **labels: str) -> float:
+    """One series of the worker's /metrics now (0 when it is absent or does not answer)."""
     try:
         text = prometheus.scrape(port)
     except OSError:
-        return False
-    value = prometheus.parse_scrape(text).get(("rating_partitions_assigned", ()), 0.0)
-    return value > 0
+        return 0.0
+    return prometheus.parse_scrape(text).get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def owns_partitions(port: int) -> bool:
+    return sample(port, "rating_partitions_assigned") > 0
+
+
+async def settled(condition: Callable[[], bool], what: str) -> None:
+    """Wait for the situation, then a little more: a worker held up on a batch still takes in one
+    more fetch (its lag rises, then freezes), and the recording is of the situation itself."""
+    await wait_until(condition, what)
+    await asyncio.sleep(2.0)
+
+
+def retried(port: int, dependency: str) -> float:
+    text = prometheus.scrape(port)
+    return sum(
+        value
+        for (name, labels), value in prometheus.parse_scrape(text).items()
+        if name == "rating_retries_total" and ("dependency", dependency) in labels
+    )
 
 
 async def start_recorded_worker(stack: Stack, **settings: object) -> int:
@@ -170,7 +190,8 @@ def check_alerts(
     extra: list[dict[str, Any]] | None = None,
     at: str = f"{HOURS}h",
 ) -> None:
-    """promtool: at `at` (the end of the two hours) exactly `expected` fire; `extra` more expression tests."""
+    """promtool: at `at` (the end of the two hours) exactly `expected` fire; `extra`: more
+    expression tests."""
     series = prometheus.input_series(situation, TROUBLED, INTERVAL, STEPS, until=gone_after)
     series += prometheus.input_series(neighbour, NEIGHBOUR, INTERVAL, STEPS)
     case = {
@@ -257,6 +278,8 @@ async def test_publication_denied_from_start_up(stack: Stack, neighbour: Recordi
         seed(stack)  # the import's own publications go through
         proxy.refusing = True
         worker = await start_recorded_worker(stack)
+        await stack.produce(games(GAMES_PER_SECOND))
+        await settled(lambda: retried(worker, "kafka") > 0, "a retried publication")
         situation = await record(worker, healthy_feed(stack))
     finally:
         proxy.stop()
@@ -282,6 +305,9 @@ async def test_a_publication_lease_held_elsewhere(stack: Stack, neighbour: Recor
     seed(stack)
     worker = await start_recorded_worker(stack)
     stack.redis_client().set(f"rating:l:{PLAYERS[0]}/blitz", "someone-else", px=600_000)
+    await stack.produce(games(len(PLAYERS)))  # one of them has the held player
+    # Recorded once the partition is held up (what was published before is not the situation).
+    await settled(lambda: sample(worker, "rating_partition_stall_seconds", partition="0") > 0, "the stall")
     situation = await record(worker, healthy_feed(stack))
     assert (situation.last("rating_partition_stall_seconds", partition="0") or 0) > STALL / 2
     check_alerts(
@@ -297,6 +323,39 @@ async def test_a_publication_lease_held_elsewhere(stack: Stack, neighbour: Recor
     )
 
 
+async def test_falling_behind(stack: Stack, neighbour: Recording) -> None:
+    """Redis slowed (every chunk of its traffic delayed) and batches of one game: the worker rates
+    every game, but fewer a second than arrive. The lag grows, the games wait longer and longer.
+    (Before the lag read the broker's end offsets, it read only the highwater of the worker's
+    fetches, which stops while fetched records wait: here it shrank while the backlog grew.)"""
+    _, redis_server = require_local(stack)
+    proxy = Proxy(upstream_port=redis_server.port)
+    proxy.start()
+    try:
+        await stack.create_topics(games=1, ratings=1)
+        seed(stack)
+        worker = await start_recorded_worker(stack, redis_url=proxy.redis_url, batch_size=1)
+        proxy.delay = 0.3  # each way: a game takes seconds
+        await stack.produce(games(GAMES_PER_SECOND))
+        await settled(lambda: sample(worker, "rating_consumer_lag_records", partition="0") > 0, "lag")
+        situation = await record(worker, healthy_feed(stack))
+    finally:
+        proxy.stop()
+    published = situation.series()[("rating_changes_published_total", (("category", "blitz"), ("kind", "rated_game")))]
+    assert published[-1][1] > published[0][1], "the worker stopped publishing: not the situation"
+    check_alerts(
+        stack.tmp,
+        situation,
+        neighbour,
+        [
+            troubled("RatingFreshnessBudgetBurn", "critical"),
+            troubled("RatingFreshnessBudgetSlowBurn", "warning"),
+            troubled("RatingLagGrowing", "warning"),
+            troubled("RatingLagSeconds", "critical"),
+        ],
+    )
+
+
 async def test_redis_away(stack: Stack, neighbour: Recording) -> None:
     """Redis stops answering after the worker started: it waits, and is not stalled."""
     _, redis_server = require_local(stack)
@@ -308,6 +367,8 @@ async def test_redis_away(stack: Stack, neighbour: Recording) -> None:
         worker = await start_recorded_worker(stack, redis_url=proxy.redis_url)
         await stack.produce(games(GAMES_PER_SECOND))
         proxy.cut()
+        await stack.produce(games(GAMES_PER_SECOND))
+        await settled(lambda: retried(worker, "redis") > 0, "a retried Redis call")
         situation = await record(worker, healthy_feed(stack))
     finally:
         proxy.stop()
@@ -374,6 +435,8 @@ async def test_redis_lost_its_writes(stack: Stack, neighbour: Recording) -> None
     await stack.produce(games(20))
     await wait_until(lambda: published(worker) > 0, "a first publication")
     stack.redis_client().flushall()
+    await stack.produce(games(GAMES_PER_SECOND))
+    await settled(lambda: sample(worker, "rating_store_untrusted") == 1, "the store untrusted")
     situation = await record(worker, healthy_feed(stack))
     assert situation.last("rating_store_untrusted") == 1
     check_alerts(
