@@ -20,11 +20,12 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from aiokafka import AIOKafkaProducer
 
 from tests.faults.proxy import Proxy, kafka_client_id
@@ -134,6 +135,13 @@ def retried(port: int, dependency: str) -> float:
     )
 
 
+async def seeded_worker(stack: Stack, **settings: object) -> int:
+    """One partition, the players seeded, a worker holding it; its metrics port."""
+    await stack.create_topics(games=1, ratings=1)
+    seed(stack)
+    return await start_recorded_worker(stack, **settings)
+
+
 async def start_recorded_worker(stack: Stack, **settings: object) -> int:
     port = free_port()
     stack.start_worker(metrics_port=port, stall_seconds=STALL, **settings)
@@ -149,20 +157,18 @@ def healthy_feed(stack: Stack) -> Feed:
 
 
 async def record_healthy(stack: Stack) -> Recording:
-    await stack.create_topics(games=1, ratings=1)
-    seed(stack)
-    port = await start_recorded_worker(stack)
-    return await record(port, healthy_feed(stack))
+    return await record(await seeded_worker(stack), healthy_feed(stack))
 
 
-@pytest.fixture(scope="module")
-def neighbour(broker: KafkaService, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recording]:
+# Recorded once for the module, on a loop of the module's own (the recording is plain data).
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def neighbour(broker: KafkaService, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Recording]:
     """A healthy deployment's recording: steady valid games, every one rated."""
     owned = Processes("the healthy neighbour of test_alerts")
     tmp = tmp_path_factory.mktemp("neighbour")
     stack = Stack(broker, owned.redis(tmp / "redis"), tmp, "neighbour", owned)
     try:
-        recording = asyncio.run(record_healthy(stack))
+        recording = await record_healthy(stack)
         assert (recording.last("rating_changes_published_total", kind="rated_game", category="blitz") or 0) > 0
         yield recording
     finally:
@@ -178,6 +184,16 @@ def firing(alert: str, severity: str, **labels: str) -> dict[str, Any]:
 
 def troubled(alert: str, severity: str, **labels: str) -> dict[str, Any]:
     return firing(alert, severity, namespace=TROUBLED["namespace"], job=TROUBLED["job"], **labels)
+
+
+def held_up(*more: dict[str, Any]) -> list[dict[str, Any]]:
+    """Games wait and nothing is published: the lag grows, the oldest game ages, no rating comes."""
+    return [
+        troubled("RatingLagGrowing", "warning"),
+        troubled("RatingLagSeconds", "critical"),
+        troubled("RatingNoRatingsPublished", "critical"),
+        *more,
+    ]
 
 
 def check_alerts(
@@ -220,9 +236,7 @@ def test_promtool_accepts_the_rules(tmp_path: Path) -> None:
 
 
 async def test_promtool_check_metrics_accepts_a_real_scrape(stack: Stack) -> None:
-    await stack.create_topics(games=1, ratings=1)
-    seed(stack)
-    port = await start_recorded_worker(stack)
+    port = await seeded_worker(stack)
     await stack.produce(games(20))
     text = await asyncio.to_thread(prometheus.scrape, port)
     result = subprocess.run(
@@ -289,21 +303,14 @@ async def test_publication_denied_from_start_up(stack: Stack, neighbour: Recordi
         stack.tmp,
         situation,
         neighbour,
-        [
-            troubled("RatingLagGrowing", "warning"),
-            troubled("RatingLagSeconds", "critical"),
-            troubled("RatingNoRatingsPublished", "critical"),
-            troubled("RatingRetrying", "warning", dependency="kafka"),
-        ],
+        held_up(troubled("RatingRetrying", "warning", dependency="kafka")),
     )
 
 
 async def test_a_publication_lease_held_elsewhere(stack: Stack, neighbour: Recording) -> None:
     """Kafka and Redis answer, but another process holds a player's publication lease for long:
     the partition stops committing. Stalled, as /livez sees it."""
-    await stack.create_topics(games=1, ratings=1)
-    seed(stack)
-    worker = await start_recorded_worker(stack)
+    worker = await seeded_worker(stack)
     stack.redis_client().set(f"rating:l:{PLAYERS[0]}/blitz", "someone-else", px=600_000)
     await stack.produce(games(len(PLAYERS)))  # one of them has the held player
     # Recorded once the partition is held up (what was published before is not the situation).
@@ -314,12 +321,7 @@ async def test_a_publication_lease_held_elsewhere(stack: Stack, neighbour: Recor
         stack.tmp,
         situation,
         neighbour,
-        [
-            troubled("RatingLagGrowing", "warning"),
-            troubled("RatingLagSeconds", "critical"),
-            troubled("RatingNoRatingsPublished", "critical"),
-            troubled("RatingPartitionStalled", "critical", partition="0"),
-        ],
+        held_up(troubled("RatingPartitionStalled", "critical", partition="0")),
     )
 
 
@@ -376,19 +378,12 @@ async def test_redis_away(stack: Stack, neighbour: Recording) -> None:
         stack.tmp,
         situation,
         neighbour,
-        [
-            troubled("RatingLagGrowing", "warning"),
-            troubled("RatingLagSeconds", "critical"),
-            troubled("RatingNoRatingsPublished", "critical"),
-            troubled("RatingRetrying", "warning", dependency="redis"),
-        ],
+        held_up(troubled("RatingRetrying", "warning", dependency="redis")),
     )
 
 
 async def test_bad_input_is_dead_lettered(stack: Stack, neighbour: Recording) -> None:
-    await stack.create_topics(games=1, ratings=1)
-    seed(stack)
-    worker = await start_recorded_worker(stack)
+    worker = await seeded_worker(stack)
 
     async def feed() -> None:
         await stack.produce([b"{not json", json.dumps({"game_id": 1}).encode()] * 3 + games(2))
@@ -399,9 +394,7 @@ async def test_bad_input_is_dead_lettered(stack: Stack, neighbour: Recording) ->
 
 async def test_late_games_burn_the_freshness_budget(stack: Stack, neighbour: Recording) -> None:
     """Every game's record is a minute old when the worker sees it: every change is late."""
-    await stack.create_topics(games=1, ratings=1)
-    seed(stack)
-    worker = await start_recorded_worker(stack)
+    worker = await seeded_worker(stack)
 
     async def feed() -> None:
         await produce_at(
@@ -429,9 +422,7 @@ async def test_late_games_burn_the_freshness_budget(stack: Stack, neighbour: Rec
 
 async def test_redis_lost_its_writes(stack: Stack, neighbour: Recording) -> None:
     """Redis comes back empty (a restart without its files): the store is untrusted, work stops."""
-    await stack.create_topics(games=1, ratings=1)
-    seed(stack)
-    worker = await start_recorded_worker(stack)
+    worker = await seeded_worker(stack)
     await stack.produce(games(20))
     await wait_until(lambda: published(worker) > 0, "a first publication")
     stack.redis_client().flushall()
@@ -443,13 +434,10 @@ async def test_redis_lost_its_writes(stack: Stack, neighbour: Recording) -> None
         stack.tmp,
         situation,
         neighbour,
-        [
-            troubled("RatingLagGrowing", "warning"),
-            troubled("RatingLagSeconds", "critical"),
-            troubled("RatingNoRatingsPublished", "critical"),
+        held_up(
             troubled("RatingRetrying", "warning", dependency="redis"),
             troubled("RatingStoreUntrusted", "critical"),
-        ],
+        ),
     )
 
 
@@ -460,9 +448,7 @@ def published(port: int) -> float:
 
 async def test_the_group_lost_its_offsets(stack: Stack, neighbour: Recording) -> None:
     """A worker of a renamed group finds no committed offset but the watermark: it starts there."""
-    await stack.create_topics(games=1, ratings=1)
-    seed(stack)
-    first = await start_recorded_worker(stack)
+    first = await seeded_worker(stack)
     await stack.produce(games(30))
     end = await stack.games_ends(30, idle=0.3)
     await stack.wait_committed(end)
