@@ -157,9 +157,27 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
-    created = _one_shot(settings, lambda: create(settings, args.partitions, args.replication))
+    partitions = settings.partitions if args.partitions is None else args.partitions
+    created = _one_shot(settings, lambda: create(settings, partitions, args.replication))
     print(f"topics: created {', '.join(created) or 'none (all exist)'}", file=sys.stderr)
     return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from worker.operate.check import check  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
+
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    findings = _one_shot(settings, lambda: check(settings))
+    for finding in findings:
+        print(finding.line())
+    stopping = sum(f.stops for f in findings)
+    counts = {status: sum(f.status == status for f in findings) for status in ("ok", "failed", "unknown")}
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items())
+    verdict = f"{stopping} fatal: the worker cannot run correctly" if stopping else "nothing fatal"
+    print(f"check: {summary}; {verdict}", file=sys.stderr)
+    return FAILED if stopping else 0
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
@@ -365,9 +383,18 @@ def build_parser() -> argparse.ArgumentParser:
     records.set_defaults(func=cmd_records)
 
     topics = commands.add_parser("topics", help="create the input, output and dead-letter topics")
-    topics.add_argument("--partitions", type=int, default=12, help="of the input and output topics")
+    topics.add_argument(
+        "--partitions", type=int, help="of the input and output topics (default: RATING_PARTITIONS, 12 unless set)"
+    )
     topics.add_argument("--replication", type=int, default=3)
     topics.set_defaults(func=cmd_topics)
+
+    check = commands.add_parser(
+        "check",
+        help="preflight: topics, Redis, cmsgpack, eviction policy, durability; "
+        "one line each, exit 1 only on a fatal failure; creates nothing",
+    )
+    check.set_defaults(func=cmd_check)
 
     demo = commands.add_parser("demo", help="the embedded default: local broker, Redis, workers and a live stream")
     demo.add_argument("--players", type=int, default=200)

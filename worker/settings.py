@@ -153,6 +153,16 @@ class WorkerSettings(RulesSettings):
     topic_dead_letters: Annotated[str, Field(description="Dead-letter topic: bad input, with the reason.")] = (
         "arena.game.finished.v1.dlq"
     )
+    # One number for the input and output topics (`topics` creates them with it, `check` expects
+    # it) and for the KEDA trigger's maximum of replicas (a replica beyond it would hold nothing).
+    partitions: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="Partitions of the input and output topics: what `topics` creates, what `check` expects, "
+            "and the most replicas the KEDA trigger starts.",
+        ),
+    ] = 12
 
     # A secret: it may carry a password. Never logged (SecretStr hides it in reprs).
     redis_url: Annotated[
