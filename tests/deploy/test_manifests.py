@@ -28,7 +28,6 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S = DEPLOY / "k8s"
 DASHBOARD = K8S / "base/grafana/rating-worker-dashboard.json"
 K8S_VERSION = "1.30"
-INPUT_PARTITIONS = 12  # `rating-worker topics` default
 # Settings left unset on purpose in a Deployment: static membership needs stable pod names
 # (a StatefulSet), the sentinel settings apply only behind Redis Sentinel, and the TLS file
 # settings are paths of certificates mounted where a cluster uses TLS.
@@ -114,7 +113,7 @@ def test_crds_have_the_fields_their_operators_need(rendered: list[dict[str, Any]
     scaled = by_kind(rendered, "ScaledObject")
     assert scaled["apiVersion"] == "keda.sh/v1alpha1"
     assert scaled["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
-    assert 1 <= scaled["spec"]["minReplicaCount"] <= scaled["spec"]["maxReplicaCount"] <= INPUT_PARTITIONS
+    assert 1 <= scaled["spec"]["minReplicaCount"] <= scaled["spec"]["maxReplicaCount"]
     behavior = scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert behavior["scaleDown"]["stabilizationWindowSeconds"] >= 60
     monitor = by_kind(rendered, "PodMonitor")
@@ -132,6 +131,15 @@ def test_crds_have_the_fields_their_operators_need(rendered: list[dict[str, Any]
                 continue
             assert {"alert", "expr", "for", "labels", "annotations"} <= set(rule)
             assert rule["labels"]["severity"] in ("warning", "critical")
+
+
+def test_the_preflight_runs_check_as_the_worker_would_run(rendered: list[dict[str, Any]]) -> None:
+    pod = by_kind(rendered, "Deployment")["spec"]["template"]["spec"]
+    (preflight,) = pod["initContainers"]
+    worker = worker_container(rendered)
+    assert preflight["command"] == ["rating-worker", "check"]
+    for field in ("image", "envFrom", "env", "securityContext", "volumeMounts"):
+        assert preflight[field] == worker[field], field
 
 
 # --- the ScaledObject: the worker's own Kafka settings
@@ -154,6 +162,8 @@ def test_the_scaledobject_reads_the_lag_of_the_workers_own_brokers_group_and_top
         assert metadata["offsetResetPolicy"] == "earliest"
         # KEDA accepts a fallback only with the AverageValue metric type (the kafka trigger's default).
         assert trigger.get("metricType", "AverageValue") == "AverageValue"
+    # No more replicas than partitions: the number itself, not a string KEDA would refuse.
+    assert scaled["spec"]["maxReplicaCount"] == int(config["RATING_PARTITIONS"])
     fallback = scaled["spec"]["fallback"]
     assert fallback["failureThreshold"] >= 1
     assert scaled["spec"]["minReplicaCount"] <= fallback["replicas"] <= scaled["spec"]["maxReplicaCount"]
