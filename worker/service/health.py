@@ -1,6 +1,9 @@
 """Health that means progress: `/livez` and `/readyz`, served with `/metrics` on the metrics port.
 
-- `/readyz` is 200 once Kafka and Redis answer and partitions are assigned; 503 otherwise.
+- `/readyz` is 200 once Kafka and Redis answer and the consumer has joined its group, holding
+  partitions or not; 503 otherwise. A member with no partition is ready: with as many replicas
+  as partitions, a rolling update's surge pod gets none until an old pod leaves, and a
+  readiness that waited for partitions would stall the rollout for good.
 - `/livez` is 503 when the event loop was blocked (it also cannot answer at all while it is
   blocked, which the probe's timeout counts as a failure), or when a partition has had records
   waiting with no commit for RATING_STALL_SECONDS **while Kafka and Redis answer** (counted
@@ -41,9 +44,11 @@ class Health:
     redis_ok: bool = False
     loop_lag: float = 0.0
     partitions: dict[int, Waiting] = field(default_factory=dict)
+    joined: bool = False  # the consumer has been through a rebalance (with or without partitions)
 
     def assigned(self, partitions: set[int], now: float) -> None:
-        """The partitions held now; those still held keep their clocks."""
+        """The partitions held now (none is an assignment too); those still held keep their clocks."""
+        self.joined = True
         self.partitions = {p: self.partitions.get(p) or Waiting() for p in partitions}
 
     def revoked(self, partitions: set[int]) -> None:
@@ -90,9 +95,12 @@ class Health:
             return False, "kafka unreachable"
         if not self.redis_ok:
             return False, "redis unreachable"
+        if not self.joined:
+            return False, "not yet a member of the consumer group"
         if not self.partitions:
-            return False, "no partitions assigned"
-        return True, f"ready: {len(self.partitions)} partitions"
+            return True, "ready: a member of the group holding no partition (more members than partitions)"
+        held = len(self.partitions)
+        return True, f"ready: {held} partition{'s' if held != 1 else ''}"
 
     def live(self, now: float) -> tuple[bool, str]:
         if self.loop_lag > LOOP_BLOCKED_SECONDS:

@@ -166,6 +166,41 @@ async def test_ready_only_after_assignment_and_live_fails_on_a_stalled_partition
     assert worker.poll() is None
 
 
+async def wait_ready(port: int, timeout: float = 30.0) -> str:
+    """/readyz's body once it answers 200."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, body = get(port, "/readyz")
+        if status == 200:
+            return body.strip()
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"/readyz on {port} not 200 within {timeout} s: {get(port, '/readyz')}")
+
+
+async def test_a_member_holding_no_partition_is_ready_so_a_rollout_can_surge(stack: Stack) -> None:
+    """One partition, two workers (as a surge pod beside 12 replicas on 12 partitions): the one
+    that holds nothing is ready too, and exactly one holds the partition."""
+    await stack.create_topics(games=1, ratings=1)
+    ports = [free_port(), free_port()]
+    stack.start_worker(metrics_port=ports[0])
+    first = await wait_ready(ports[0])
+    assert first == "ready: 1 partition"
+    stack.start_worker(metrics_port=ports[1])
+    second = await wait_ready(ports[1], timeout=60)
+    # The rebalance may give the partition to either; after it, one holds it, one holds none.
+    deadline = time.monotonic() + 30
+    bodies: list[str] = []
+    while time.monotonic() < deadline:
+        bodies = sorted(get(port, "/readyz")[1].strip() for port in ports)
+        if bodies == sorted(["ready: 1 partition", NO_PARTITION]):
+            break
+        await asyncio.sleep(0.2)
+    assert bodies == sorted(["ready: 1 partition", NO_PARTITION]), (second, bodies)
+
+
+NO_PARTITION = "ready: a member of the group holding no partition (more members than partitions)"
+
+
 async def test_no_secret_is_ever_logged(stack: Stack, tmp_path: Path, processes: Processes) -> None:
     secret = "s3cr3t-pa55word"
     guarded = processes.redis(tmp_path / "guarded")

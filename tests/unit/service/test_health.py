@@ -9,15 +9,27 @@ def healthy(stall: float = 100.0) -> Health:
     return h
 
 
-def test_not_ready_until_partitions_are_assigned_and_dependencies_answer() -> None:
+def test_not_ready_until_the_group_is_joined_and_dependencies_answer() -> None:
     h = Health(stall_seconds=100)
     assert h.ready() == (False, "kafka unreachable")
     h.kafka_ok = True
     assert h.ready() == (False, "redis unreachable")
     h.redis_ok = True
-    assert h.ready() == (False, "no partitions assigned")
+    assert h.ready() == (False, "not yet a member of the consumer group")
     h.assigned({3}, now=0.0)
-    assert h.ready()[0]
+    assert h.ready() == (True, "ready: 1 partition")
+
+
+def test_a_member_holding_no_partition_is_ready() -> None:
+    """With as many replicas as partitions, a rolling update's surge pod holds none: were it
+    unready, the rollout (maxUnavailable 0) would wait for it for ever."""
+    h = Health(stall_seconds=100, kafka_ok=True, redis_ok=True)
+    h.assigned(set(), now=0.0)
+    ok, reason = h.ready()
+    assert ok and "holding no partition" in reason
+    h.assigned({0, 1}, now=1.0)
+    h.revoked({0, 1})
+    assert h.ready()[0]  # revoked before a new assignment: still a member
 
 
 def test_a_partition_with_lag_and_no_progress_for_the_stall_time_is_not_live() -> None:
