@@ -4,7 +4,7 @@
 `docs/metrics.md` from `worker/metrics.py` (each label with the values it takes), so that no
 setting or metric is described by hand in a second place. `rating-worker docs` writes both
 pages; `rating-worker docs --check` (run by the test command) writes nothing and lists the pages
-that differ from what it would write, and where `deploy/k8s/base/configmap.yaml` departs from
+that differ from what it would write, and where `deploy/k8s/base/worker.env` (the ConfigMap) departs from
 the settings: every setting that has a default and is not a secret must be there, with that
 default.
 """
@@ -27,7 +27,8 @@ from worker.settings import RulesSettings, WorkerSettings
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGURATION = Path("docs/configuration.md")
 METRICS = Path("docs/metrics.md")
-CONFIGMAP = Path("deploy/k8s/base/configmap.yaml")
+# The base ConfigMap's data: an env file (KEY=value lines) that kustomize's configMapGenerator reads.
+CONFIGMAP = Path("deploy/k8s/base/worker.env")
 
 # Settings the base ConfigMap gives another value than their default, and why.
 DEPLOYED_VALUES: dict[str, tuple[object, str]] = {
@@ -156,7 +157,9 @@ def render_configuration(settings: type[WorkerSettings] = WorkerSettings) -> str
             "## In Kubernetes",
             "",
             f"`{CONFIGMAP}` holds every setting above that has a default and is not a secret, with its",
-            "default (`rating-worker docs --check` checks it), with these exceptions:",
+            "default (`rating-worker docs --check` checks it); kustomize makes it the ConfigMap",
+            "`rating-worker`, with a hash of its content in the name, so that a change rolls the pods.",
+            "Exceptions:",
             "",
             *deployed,
             *left_out,
@@ -334,10 +337,16 @@ def configmap_problems(data: Mapping[str, Any], settings: type[WorkerSettings] =
 
 
 def read_configmap(path: Path) -> dict[str, Any]:
-    import yaml  # noqa: PLC0415  # a development dependency, like this command
-
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    data: dict[str, Any] = document.get("data") or {}
+    """The data of the ConfigMap that kustomize generates from the env file at `path`: `KEY=value`
+    lines, the value taken as written; blank lines and `#` comments skipped."""
+    data: dict[str, Any] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        key, equals, value = line.partition("=")
+        if not equals:
+            raise ValueError(f"{path}:{number}: not a KEY=value line: {line!r}")
+        data[key.strip()] = value
     return data
 
 

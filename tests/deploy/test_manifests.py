@@ -10,6 +10,7 @@ structural check, the ScaledObject must read the lag of the worker's own brokers
 """
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,15 @@ def by_kind(objects: list[dict[str, Any]], kind: str, name: str | None = None) -
     return obj
 
 
+def worker_config_name(objects: list[dict[str, Any]]) -> str:
+    """The name of the ConfigMap the worker reads its settings from (its envFrom)."""
+    (source,) = worker_container(objects)["envFrom"]
+    name: str = source["configMapRef"]["name"]
+    return name
+
+
 def worker_config(objects: list[dict[str, Any]]) -> dict[str, str]:
-    data: dict[str, str] = by_kind(objects, "ConfigMap", "rating-worker")["data"]
+    data: dict[str, str] = by_kind(objects, "ConfigMap", worker_config_name(objects))["data"]
     return data
 
 
@@ -73,6 +81,7 @@ def test_core_resources_validate_against_the_kubernetes_schemas(rendered: list[d
     core = [o for o in rendered if "." not in o["apiVersion"].split("/")[0] or o["apiVersion"].startswith("apps/")]
     core += [o for o in rendered if o["apiVersion"].startswith("policy/")]
     assert {o["kind"] for o in core} >= {"Deployment", "ConfigMap", "ServiceAccount", "PodDisruptionBudget"}
+    core += [o for o in rendered if o["apiVersion"].startswith("networking.k8s.io/")]
     for obj in core:
         kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
 
@@ -104,7 +113,69 @@ def test_every_setting_comes_from_the_configmap_or_a_secret(rendered: list[dict[
     assert settings - set(config) - from_secrets == set()
     assert set(config) <= settings, "the ConfigMap names a setting the worker does not read"
     assert "RATING_REDIS_URL" in from_secrets and "RATING_REDIS_URL" not in config  # it may carry a password
-    assert container["envFrom"] == [{"configMapRef": {"name": "rating-worker"}}]
+    # The generated name: `rating-worker-` and a hash of the data, so a change rolls the pods.
+    assert re.fullmatch(r"rating-worker-[a-z0-9]{10}", worker_config_name(rendered))
+
+
+def test_a_change_of_setting_renames_the_configmap_so_the_pods_roll(tmp_path: Path) -> None:
+    base = render(K8S / "base")
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        f"resources:\n  - {os.path.relpath(K8S / 'base', overlay)}\n"  # kustomize refuses absolute paths
+        "configMapGenerator:\n  - name: rating-worker\n    behavior: merge\n    literals:\n"
+        "      - RATING_BATCH_SIZE=500\n"
+    )
+    changed = render(overlay)
+    assert worker_config(changed)["RATING_BATCH_SIZE"] == "500"
+    assert worker_config_name(changed) != worker_config_name(base)
+    assert worker_config_name(changed).startswith("rating-worker-")
+
+
+def test_keda_alone_sets_the_number_of_replicas(rendered: list[dict[str, Any]]) -> None:
+    deployment = by_kind(rendered, "Deployment")
+    assert by_kind(rendered, "ScaledObject")["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+    assert "replicas" not in deployment["spec"]  # every apply would reset it and force a rebalance
+
+
+def test_the_pods_spread_over_zones_and_nodes(rendered: list[dict[str, Any]]) -> None:
+    template = by_kind(rendered, "Deployment")["spec"]["template"]
+    spread = template["spec"]["topologySpreadConstraints"]
+    assert {c["topologyKey"] for c in spread} == {"topology.kubernetes.io/zone", "kubernetes.io/hostname"}
+    for constraint in spread:
+        assert constraint["labelSelector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
+
+
+def test_the_network_policy_lets_through_what_the_worker_uses_only(rendered: list[dict[str, Any]]) -> None:
+    policy = by_kind(rendered, "NetworkPolicy")
+    template = by_kind(rendered, "Deployment")["spec"]["template"]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
+    assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+    (ingress,) = policy["spec"]["ingress"]
+    assert "from" not in ingress or ingress["from"]  # never an empty `from` by accident
+    metrics = worker_container(rendered)["ports"][0]
+    assert [(p["port"], p["protocol"]) for p in ingress["ports"]] == [(metrics["name"], "TCP")]
+    egress = {(p["port"], p["protocol"]) for rule in policy["spec"]["egress"] for p in rule["ports"]}
+    assert {(53, "UDP"), (53, "TCP"), (6379, "TCP")} <= egress
+    kafka = {int(b.rsplit(":", 1)[1]) for b in worker_config(rendered)["RATING_KAFKA_BOOTSTRAP_SERVERS"].split(",")}
+    assert {(port, "TCP") for port in kafka} <= egress
+
+
+def test_an_overlay_with_a_namespace_creates_it_under_pod_security_restricted(rendered: list[dict[str, Any]]) -> None:
+    deployment = by_kind(rendered, "Deployment")
+    namespace = deployment["metadata"].get("namespace")
+    if namespace is None:  # the base: the namespace is the overlay's
+        assert not [o for o in rendered if o["kind"] == "Namespace"]
+        return
+    labels = by_kind(rendered, "Namespace", namespace)["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    # What "restricted" asks of every container, the init container included.
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    for container in pod["containers"] + pod["initContainers"]:
+        assert container["securityContext"]["allowPrivilegeEscalation"] is False
+        assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
 
 
 def test_crds_have_the_fields_their_operators_need(rendered: list[dict[str, Any]]) -> None:

@@ -254,3 +254,12 @@ def test_paths_the_pages_name_exist(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     for path in re.findall(r"`((?:worker|schemas|tests|bench|deploy|samples|docs)/[^`\s]*)`", text):
         assert list(ROOT.glob(path)), path
+
+
+def test_the_configmap_is_read_from_its_env_file_as_kustomize_reads_it(tmp_path: Path) -> None:
+    env = tmp_path / "worker.env"
+    env.write_text("# a comment\n\nRATING_BATCH_SIZE=1000\nRATING_REDIS_KEY_PREFIX=a=b:\n", encoding="utf-8")
+    assert docs.read_configmap(env) == {"RATING_BATCH_SIZE": "1000", "RATING_REDIS_KEY_PREFIX": "a=b:"}
+    env.write_text("RATING_BATCH_SIZE\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"worker\.env:1: not a KEY=value line"):
+        docs.read_configmap(env)
