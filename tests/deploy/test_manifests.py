@@ -213,6 +213,69 @@ def test_the_preflight_runs_check_as_the_worker_would_run(rendered: list[dict[st
         assert preflight[field] == worker[field], field
 
 
+# --- the command Jobs, the label Prometheus selects by, the components for clusters without KEDA or the operator
+
+COMMAND_JOBS = {
+    "rating-worker-topics": ["rating-worker", "topics"],
+    "rating-worker-import": ["rating-worker", "import", "/seed/seed.csv"],
+    "rating-worker-restore": ["rating-worker", "restore"],
+    "rating-worker-rebuild": ["rating-worker", "rebuild", "--seed", "/seed/seed.csv", "--memory-mb", "256"],
+    "rating-worker-switch-over": ["rating-worker", "switch-over"],
+}
+
+
+def overlays_only(rendered: list[dict[str, Any]]) -> bool:
+    return by_kind(rendered, "Deployment")["metadata"].get("namespace") is not None
+
+
+def test_every_command_job_is_a_suspended_template_run_as_the_worker_runs(rendered: list[dict[str, Any]]) -> None:
+    jobs = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "CronJob"}
+    if not overlays_only(rendered):
+        assert jobs == {}  # a component of the overlays: the base's labels would make them workers
+        return
+    assert set(jobs) == set(COMMAND_JOBS)
+    worker = worker_container(rendered)
+    worker_labels = by_kind(rendered, "Deployment")["spec"]["selector"]["matchLabels"]
+    for name, job in jobs.items():
+        assert job["spec"]["suspend"] is True
+        pod = job["spec"]["jobTemplate"]["spec"]["template"]
+        assert not worker_labels.items() <= pod["metadata"]["labels"].items(), f"{name}'s pods pass for workers"
+        (container,) = pod["spec"]["containers"]
+        assert container["command"] == COMMAND_JOBS[name]
+        for field in ("image", "envFrom", "env", "securityContext"):
+            assert container[field] == worker[field], (name, field)
+        assert pod["spec"]["restartPolicy"] == "Never"
+        assert pod["spec"]["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+        volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        assert mounts["tmp"] == "/tmp" and "emptyDir" in volumes["tmp"]
+        if "/seed/seed.csv" in container["command"]:
+            assert mounts["seed"] == "/seed" and volumes["seed"]["configMap"]["name"] == "rating-worker-seed"
+        kubernetes_validate.validate(job, K8S_VERSION, strict=True)
+
+
+def test_the_monitoring_objects_carry_the_label_prometheus_selects(rendered: list[dict[str, Any]]) -> None:
+    monitoring = [o for o in rendered if o["apiVersion"].startswith("monitoring.coreos.com/")]
+    assert {o["kind"] for o in monitoring} == {"PodMonitor", "PrometheusRule"}
+    releases = {o["metadata"].get("labels", {}).get("release") for o in monitoring}
+    assert releases == ({"kube-prometheus-stack"} if overlays_only(rendered) else {None})
+
+
+@pytest.mark.parametrize("overlay", [t for t in TARGETS if t != "base"])
+def test_the_components_for_a_cluster_without_keda_or_the_operator(overlay: str, tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    relative = os.path.relpath(K8S, mine)  # kustomize refuses absolute paths
+    (mine / "kustomization.yaml").write_text(
+        f"resources:\n  - {relative}/{overlay}\n"
+        f"components:\n  - {relative}/components/without-keda\n  - {relative}/components/without-prometheus-operator\n"
+    )
+    objects = render(mine)
+    assert [o["kind"] for o in objects if "keda.sh" in o["apiVersion"] or "coreos.com" in o["apiVersion"]] == []
+    deployment = by_kind(objects, "Deployment")
+    assert 1 <= deployment["spec"]["replicas"] <= int(worker_config(objects)["RATING_PARTITIONS"])
+
+
 # --- the ScaledObject: the worker's own Kafka settings
 
 
@@ -272,6 +335,8 @@ def test_every_component_is_rendered_through_an_overlay() -> None:
     for overlay in TARGETS:
         kustomization = yaml.safe_load((K8S / overlay / "kustomization.yaml").read_text())
         used |= {(K8S / overlay / c).resolve() for c in kustomization.get("components", [])}
+    # These two go over an overlay (test_the_components_for_a_cluster_without_keda_or_the_operator).
+    used |= {(K8S / "components" / name).resolve() for name in ("without-keda", "without-prometheus-operator")}
     assert {p.parent.resolve() for p in K8S.glob("components/*/kustomization.yaml")} <= used
     assert any("TriggerAuthentication" in {o["kind"] for o in render(K8S / overlay)} for overlay in TARGETS), (
         "no overlay renders the kafka-sasl-tls component"
