@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from pydantic import ValidationError
 
+from worker.engine.decoder import ErrorKind
 from worker.engine.engine import Engine
 from worker.engine.seed_rows import SeedFileError
 from worker.replay.progress import Progress
@@ -161,6 +162,35 @@ def cmd_topics(args: argparse.Namespace) -> int:
     created = _one_shot(settings, lambda: create(settings, partitions, args.replication))
     print(f"topics: created {', '.join(created) or 'none (all exist)'}", file=sys.stderr)
     return 0
+
+
+def cmd_replay_dead_letters(args: argparse.Namespace) -> int:
+    from worker.operate.replay_dead_letters import Selection, replay_dead_letters  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
+
+    if args.to_offset is not None and args.to_offset < args.from_offset:
+        raise UsageError(f"--to-offset {args.to_offset} is below --from-offset {args.from_offset}")
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    selection = Selection(frozenset(args.kind or ()), args.partition, args.from_offset, args.to_offset)
+    report = _one_shot(settings, lambda: replay_dead_letters(settings, selection, args.apply))
+    for kind, n in sorted(report.selected.items()):
+        print(f"{kind}: {n}")
+    for letter in report.unrecoverable:
+        print(f"unrecoverable: {letter}", file=sys.stderr)
+    selected = sum(report.selected.values())
+    replayable = selected - len(report.unrecoverable)
+    done = (
+        f"replayed {report.replayed} to {settings.topic_games}"
+        if args.apply
+        else f"dry run: {replayable} would be replayed to {settings.topic_games} (add --apply)"
+    )
+    print(
+        f"replay-dead-letters: {report.read} dead letters read, {selected} selected; {done}"
+        f" ({report.from_source} from the original record, {len(report.unrecoverable)} unrecoverable)",
+        file=sys.stderr,
+    )
+    return FAILED if report.unrecoverable else 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -388,6 +418,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     topics.add_argument("--replication", type=int, default=3)
     topics.set_defaults(func=cmd_topics)
+
+    replay = commands.add_parser(
+        "replay-dead-letters",
+        help="re-publish dead letters to the input topic once their cause is fixed (a dry run without --apply)",
+    )
+    replay.add_argument(
+        "--kind",
+        action="append",
+        choices=[str(kind) for kind in ErrorKind],
+        help="only dead letters of this error kind (repeat it for several; default: every kind)",
+    )
+    replay.add_argument("--partition", type=int, help="only this partition of the dead-letter topic (default: all)")
+    replay.add_argument("--from-offset", type=int, default=0, help="first offset selected (default: 0)")
+    replay.add_argument("--to-offset", type=int, help="last offset selected, inclusive (default: the end)")
+    replay.add_argument("--apply", action="store_true", help="publish them (default: count them, publish nothing)")
+    replay.set_defaults(func=cmd_replay_dead_letters)
 
     check = commands.add_parser(
         "check",

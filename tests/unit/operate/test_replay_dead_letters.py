@@ -1,0 +1,49 @@
+"""The pure parts of replay-dead-letters: a dead letter's headers split back into the original
+record's and the error ones (the reverse of worker.stream.dead_letters.dead_letter_record), and
+the selection by kind, partition and offsets."""
+
+from worker.engine.decoder import BadInput, ErrorKind
+from worker.operate.replay_dead_letters import Selection, cut, split_headers
+from worker.stream.dead_letters import DeadLetter, Source, dead_letter_record
+
+
+def letter_headers(
+    original: tuple[tuple[str, bytes], ...], kind: ErrorKind, budget: int = 1 << 20
+) -> list[tuple[str, bytes]]:
+    source = Source("games", 2, 41, b"k", b"{}", headers=original)
+    _, _, headers = dead_letter_record(DeadLetter(source, BadInput(kind, "why")), 1000, budget)
+    return headers
+
+
+def test_the_original_headers_come_back_as_they_were() -> None:
+    original = (("trace", b"t"), ("error.kind", b"theirs"), ("source.offset", b"7"), ("trace", b"again"))
+    restored, errors = split_headers(letter_headers(original, ErrorKind.INVALID_SCHEMA))
+    assert restored == list(original)
+    assert errors == {
+        "error.kind": b"invalid_schema",
+        "error.message": b"why",
+        "source.topic": b"games",
+        "source.partition": b"2",
+        "source.offset": b"41",
+    }
+    assert not cut("invalid_schema", errors)
+
+
+def test_a_letter_without_error_headers_is_all_original() -> None:
+    assert split_headers([("a", b"1")]) == ([("a", b"1")], {})
+
+
+def test_cut_letters_are_those_too_large_or_truncated() -> None:
+    assert cut("too_large", {})
+    big = tuple((f"h{i}", b"x" * 200) for i in range(40))
+    _, errors = split_headers(letter_headers(big, ErrorKind.INVALID_JSON, budget=4096))
+    assert "error.truncated" in errors and cut("invalid_json", errors)
+
+
+def test_selection_by_kind_partition_and_inclusive_offsets() -> None:
+    every = Selection()
+    assert every.selects(0, 0, "invalid_json") and every.selects(3, 10**9, "too_large")
+    some = Selection(frozenset({"too_large"}), partition=1, from_offset=5, to_offset=9)
+    assert some.selects(1, 5, "too_large") and some.selects(1, 9, "too_large")
+    assert not some.selects(1, 4, "too_large") and not some.selects(1, 10, "too_large")
+    assert not some.selects(0, 6, "too_large") and not some.selects(1, 6, "invalid_json")
