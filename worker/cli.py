@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import os
+import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -19,6 +20,7 @@ from worker.replay.progress import Progress
 from worker.replay.replay import replay
 from worker.replay.seed_file import read_seed_file
 from worker.rules.arena import ArenaRules
+from worker.rules.categories import Category
 from worker.rules.hundredths import Points
 from worker.settings import RulesSettings
 
@@ -191,6 +193,30 @@ def cmd_replay_dead_letters(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return FAILED if report.unrecoverable else 0
+
+
+def cmd_erase(args: argparse.Namespace) -> int:
+    from schemas.types import ID_PATTERN  # noqa: PLC0415
+    from worker.operate.erase import EraseRefused, erase  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
+
+    if not re.fullmatch(ID_PATTERN, args.player_id):
+        raise UsageError(f"{args.player_id!r} is not a player id (letters, digits, '_', '.', '-'; at most 128)")
+    categories = [Category(args.category)] if args.category else list(Category)
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    try:
+        erased = _one_shot(settings, lambda: erase(settings, args.player_id, categories, args.force))
+    except EraseRefused as e:
+        print(f"erase: refused, nothing erased: {e}", file=sys.stderr)
+        return FAILED
+    had = ", ".join(erased.had_state) or "none"
+    print(
+        f"erase: tombstones published for {', '.join(erased.ratings)} on {settings.topic_ratings}; "
+        f"states deleted: {had}",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -434,6 +460,17 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--to-offset", type=int, help="last offset selected, inclusive (default: the end)")
     replay.add_argument("--apply", action="store_true", help="publish them (default: count them, publish nothing)")
     replay.set_defaults(func=cmd_replay_dead_letters)
+
+    erase = commands.add_parser(
+        "erase",
+        help="forget a player (privacy request): delete his states and outboxes, publish tombstones for his keys",
+    )
+    erase.add_argument("player_id", metavar="PLAYER_ID")
+    erase.add_argument("--category", choices=[str(c) for c in Category], help="only this category (default: all three)")
+    erase.add_argument(
+        "--force", action="store_true", help="also when events of his are not yet published (they are dropped)"
+    )
+    erase.set_defaults(func=cmd_erase)
 
     check = commands.add_parser(
         "check",
