@@ -219,6 +219,25 @@ def cmd_erase(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config(args: argparse.Namespace) -> int:
+    from worker.docs import effective_settings  # noqa: PLC0415
+
+    settings = _worker_settings()
+    print(f"# rating-worker {_version()}: the settings in effect (secrets masked; defaults commented out)")
+    for line in effective_settings(settings):
+        print(line)
+    return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("arena-rating-worker")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from worker.operate.check import check  # noqa: PLC0415
     from worker.service.logs import configure_logging  # noqa: PLC0415
@@ -379,6 +398,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rating-worker", description="Ratings of the Premium Chess Arena.")
+    parser.add_argument("--version", action="version", version=f"rating-worker {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     rate = commands.add_parser("rate", help="replay games from a JSON-lines file, offline, state in memory")
@@ -472,6 +492,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     erase.set_defaults(func=cmd_erase)
 
+    config = commands.add_parser(
+        "config", help="print the settings in effect (RATING_* variables and secrets directory), secrets masked"
+    )
+    config.set_defaults(func=cmd_config)
+
     check = commands.add_parser(
         "check",
         help="preflight: topics, Redis, cmsgpack, eviction policy, durability; "
@@ -511,6 +536,9 @@ def main(argv: list[str] | None = None) -> int:
         return FAILED
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): no traceback, and none at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

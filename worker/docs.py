@@ -6,7 +6,7 @@ setting or metric is described by hand in a second place. `rating-worker docs` w
 pages; `rating-worker docs --check` (run by the test command) writes nothing and lists the pages
 that differ from what it would write, and where `deploy/k8s/base/worker.env` (the ConfigMap) departs from
 the settings: every setting that has a default and is not a secret must be there, with that
-default.
+default. `rating-worker config` prints the effective settings (`effective_settings`).
 """
 
 import typing
@@ -53,6 +53,23 @@ def variable(name: str) -> str:
 def is_secret(field: FieldInfo) -> bool:
     annotation = field.annotation
     return annotation is SecretStr or SecretStr in typing.get_args(annotation)
+
+
+MASK = "********"
+
+
+def effective_settings(settings: WorkerSettings) -> list[str]:
+    """The settings in effect, one `RATING_NAME=value` line each, in the order of the settings page:
+    those given (environment or secrets directory) as lines, those left at their default as
+    comments (`# RATING_NAME=value (default)`), so the output is also an env file of what was
+    given. A secret shows as MASK when given, never its value."""
+    lines = []
+    for name, field in WorkerSettings.model_fields.items():
+        value = getattr(settings, name)
+        text = "" if value is None else (MASK if is_secret(field) else default_text(value))
+        line = f"{variable(name)}={text}"
+        lines.append(line if name in settings.model_fields_set else f"# {line} (default)")
+    return lines
 
 
 def _number(value: float) -> str:
@@ -125,7 +142,9 @@ def render_configuration(settings: type[WorkerSettings] = WorkerSettings) -> str
             "",
             "Every setting is an environment variable, read with `pydantic-settings` (prefix `RATING_`).",
             f"`rate` reads {' and '.join(f'`{r}`' for r in rules)}; `run`, `import`, `restore`, `rebuild`,",
-            "`switch-over` and `topics` read all of them.",
+            "`switch-over`, `topics`, `check`, `replay-dead-letters` and `erase` read all of them.",
+            "`rating-worker config` prints the settings in effect: those given as `RATING_NAME=value`",
+            "lines, those left at their default commented out, secrets masked (`********`).",
             "",
             "| variable | default | meaning |",
             "|---|---|---|",

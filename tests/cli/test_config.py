@@ -1,0 +1,62 @@
+"""`rating-worker --version` and `rating-worker config`: the settings in effect, secrets masked."""
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from worker.settings import WorkerSettings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")} | variables
+    return subprocess.run(
+        [sys.executable, "-m", "worker", *args], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
+
+
+def test_version_is_the_packages() -> None:
+    done = run("--version")
+    assert done.returncode == 0
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert done.stdout == f"rating-worker {version}\n"
+
+
+def test_config_shows_what_was_given_masks_secrets_and_comments_out_defaults(tmp_path: Path) -> None:
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "RATING_KAFKA_SASL_PASSWORD").write_text("from-a-file")
+    done = run(
+        "config",
+        RATING_REDIS_URL="redis://:hunter2@redis.example:6380/0",
+        RATING_BATCH_SIZE="500",
+        RATING_KAFKA_SECURITY_PROTOCOL="SASL_SSL",
+        RATING_KAFKA_SASL_USERNAME="worker",
+        RATING_SECRETS_DIR=str(secrets),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "hunter2" not in done.stdout and "from-a-file" not in done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("# rating-worker ")
+    given = [line for line in lines[1:] if not line.startswith("#")]
+    assert given == [
+        "RATING_KAFKA_SECURITY_PROTOCOL=SASL_SSL",
+        "RATING_KAFKA_SASL_USERNAME=worker",
+        "RATING_KAFKA_SASL_PASSWORD=********",
+        "RATING_REDIS_URL=********",
+        "RATING_BATCH_SIZE=500",
+    ]
+    assert "# RATING_LOG_LEVEL=info (default)" in lines
+    assert "# RATING_KAFKA_GROUP_INSTANCE_ID= (default)" in lines  # unset
+    # Every setting once, in the settings' order.
+    names = [line.lstrip("# ").split("=", 1)[0] for line in lines[1:]]
+    assert names == [f"RATING_{name.upper()}" for name in WorkerSettings.model_fields]
+
+
+def test_config_refuses_a_wrong_setting_with_one_line() -> None:
+    done = run("config", RATING_BATCH_SIZE="0")
+    assert done.returncode == 2
+    assert done.stderr.startswith("rating-worker: error: setting RATING_BATCH_SIZE") and done.stderr.count("\n") == 1
