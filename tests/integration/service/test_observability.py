@@ -110,6 +110,12 @@ async def test_metrics_count_what_happened_to_a_known_stream(stack: Stack) -> No
     assert sample_value(text, "rating_events_sent_total") >= 60
     assert sample_value(text, "rating_end_to_end_seconds_count") == 30
     assert sample_value(text, "rating_partitions_assigned") == 2
+    # The lag is a sample taken every second (worker.stream.consumer.LAG_INTERVAL): the one after
+    # the last commit says 0.
+    deadline = time.monotonic() + 5
+    while sample_value(text, "rating_consumer_lag_records", partition="0") != 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+        text = get(port, "/metrics")[1]
     assert sample_value(text, "rating_consumer_lag_records", partition="0") == 0
     assert sample_value(text, "rating_last_commit_timestamp_seconds", partition="0") > time.time() - 60
     assert sample_value(text, "rating_redis_seconds_count", operation="apply") >= 1
