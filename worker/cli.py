@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from pydantic import ValidationError
 
@@ -58,9 +58,60 @@ def _one_shot(settings: "WorkerSettings", command: "Callable[[], Awaitable[T]]")
         raise
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Help that shows every option's default, unless it has none or its help says it already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        none = action.default is None or action.default is False or action.default is argparse.SUPPRESS
+        shown = not none and action.option_strings
+        if shown and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        if "help" in kwargs and "description" not in kwargs:  # a subcommand: its one line, on its own --help too
+            kwargs["description"] = kwargs["help"][0].upper() + kwargs["help"][1:] + "."
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
+
+
+def _whole(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+        return value
+
+    return parse
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a share from 0 to less than 1")
+    return value
 
 
 def _settings_error(e: ValidationError) -> UsageError:
@@ -397,33 +448,51 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rating-worker", description="Ratings of the Premium Chess Arena.")
+    parser = _Parser(
+        prog="rating-worker",
+        description="Ratings of the Premium Chess Arena: game-finished events in, rating-changed events out. "
+        "Settings are RATING_* environment variables (docs/configuration.md).",
+    )
     parser.add_argument("--version", action="version", version=f"rating-worker {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, title="commands", metavar="COMMAND"
+    )
 
     rate = commands.add_parser("rate", help="replay games from a JSON-lines file, offline, state in memory")
     rate.add_argument("games", metavar="GAMES.jsonl", help="input events, one JSON object per line ('-' = stdin)")
     rate.add_argument("--seed", type=Path, metavar="SEED.csv", help="established ratings, applied before the games")
     rate.add_argument("--out", type=Path, metavar="FILE", help="output events (default: stdout)")
     rate.add_argument("--dlq", type=Path, metavar="FILE", help="dead letters, one JSON line each (default: stderr)")
-    rate.add_argument("--training-rating", type=int, metavar="N", help="shown while unrated (default 1200)")
+    rate.add_argument(
+        "--training-rating",
+        type=_whole(0),
+        metavar="N",
+        help="shown while unrated (default: RATING_TRAINING_RATING, 1200 unless set)",
+    )
     rate.set_defaults(func=cmd_rate)
 
     sample = commands.add_parser("sample", help="generate realistic games (and a seeding file) for tests and demos")
-    sample.add_argument("games_out", type=Path, metavar="GAMES.jsonl")
+    sample.add_argument("games_out", type=Path, metavar="GAMES.jsonl", help="the games file to write")
     sample.add_argument("--seed-out", type=Path, metavar="SEED.csv", help="also write established players' ratings")
-    sample.add_argument("--games", type=int, default=500)
-    sample.add_argument("--players", type=int, default=40)
-    sample.add_argument("--random-seed", type=int, default=1)
-    sample.add_argument("--bad-share", type=float, default=0.0, help="share of bad lines mixed in")
-    sample.add_argument("--redelivery-share", type=float, default=0.0, help="share of games delivered twice")
+    sample.add_argument("--games", type=_whole(1), default=500, help="games to write")
+    sample.add_argument("--players", type=_whole(2), default=40, help="players in the arena")
+    sample.add_argument("--random-seed", type=int, default=1, help="the same seed writes the same files")
+    sample.add_argument("--bad-share", type=_share, default=0.0, help="share of bad lines mixed in")
+    sample.add_argument("--redelivery-share", type=_share, default=0.0, help="share of games delivered twice")
     sample.set_defaults(func=cmd_sample)
 
-    run = commands.add_parser("run", help="the streaming worker (settings from RATING_* environment variables)")
+    run = commands.add_parser(
+        "run",
+        help="the streaming worker (settings from RATING_* environment variables)",
+        description="The streaming worker: consumes the input topic, rates each game, publishes each change. "
+        "Every setting is a RATING_* environment variable (or a file in RATING_SECRETS_DIR), described in "
+        "docs/configuration.md; `rating-worker config` prints those in effect, `rating-worker check` tests "
+        "Kafka and Redis.",
+    )
     run.set_defaults(func=cmd_run)
 
     imp = commands.add_parser("import", help="seed established ratings through the worker's path, publishing them")
-    imp.add_argument("seed", type=Path, metavar="SEED.csv")
+    imp.add_argument("seed", type=Path, metavar="SEED.csv", help="rows player_id,category,rating,rated_games")
     imp.add_argument("--force", action="store_true", help="overwrite ratings that already have state")
     imp.set_defaults(func=cmd_import)
 
@@ -460,9 +529,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     topics = commands.add_parser("topics", help="create the input, output and dead-letter topics")
     topics.add_argument(
-        "--partitions", type=int, help="of the input and output topics (default: RATING_PARTITIONS, 12 unless set)"
+        "--partitions",
+        type=_whole(1),
+        help="of the input and output topics (default: RATING_PARTITIONS, 12 unless set)",
     )
-    topics.add_argument("--replication", type=int, default=3)
+    topics.add_argument("--replication", type=_whole(1), default=3, help="replicas of each partition")
     topics.set_defaults(func=cmd_topics)
 
     replay = commands.add_parser(
@@ -475,9 +546,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[str(kind) for kind in ErrorKind],
         help="only dead letters of this error kind (repeat it for several; default: every kind)",
     )
-    replay.add_argument("--partition", type=int, help="only this partition of the dead-letter topic (default: all)")
-    replay.add_argument("--from-offset", type=int, default=0, help="first offset selected (default: 0)")
-    replay.add_argument("--to-offset", type=int, help="last offset selected, inclusive (default: the end)")
+    replay.add_argument(
+        "--partition", type=_whole(0), help="only this partition of the dead-letter topic (default: all)"
+    )
+    replay.add_argument("--from-offset", type=_whole(0), default=0, help="first offset selected (default: 0)")
+    replay.add_argument("--to-offset", type=_whole(0), help="last offset selected, inclusive (default: the end)")
     replay.add_argument("--apply", action="store_true", help="publish them (default: count them, publish nothing)")
     replay.set_defaults(func=cmd_replay_dead_letters)
 
@@ -485,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
         "erase",
         help="forget a player (privacy request): delete his states and outboxes, publish tombstones for his keys",
     )
-    erase.add_argument("player_id", metavar="PLAYER_ID")
+    erase.add_argument("player_id", metavar="PLAYER_ID", help="the player to forget")
     erase.add_argument("--category", choices=[str(c) for c in Category], help="only this category (default: all three)")
     erase.add_argument(
         "--force", action="store_true", help="also when events of his are not yet published (they are dropped)"
@@ -505,10 +578,10 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=cmd_check)
 
     demo = commands.add_parser("demo", help="the embedded default: local broker, Redis, workers and a live stream")
-    demo.add_argument("--players", type=int, default=200)
-    demo.add_argument("--rate", type=float, default=200.0, help="games per second fed to the workers")
-    demo.add_argument("--workers", type=int, default=2, help="worker processes (replicas)")
-    demo.add_argument("--duration", type=float, help="stop after this many seconds (default: at Ctrl-C)")
+    demo.add_argument("--players", type=_whole(2), default=200, help="players in the arena")
+    demo.add_argument("--rate", type=_positive, default=200.0, help="games per second fed to the workers")
+    demo.add_argument("--workers", type=_whole(1), default=2, help="worker processes (replicas)")
+    demo.add_argument("--duration", type=_positive, help="stop after this many seconds (default: at Ctrl-C)")
     demo.set_defaults(func=cmd_demo)
 
     schemas = commands.add_parser("schemas", help="export the contract's JSON Schemas to schemas/json/")
@@ -524,8 +597,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    if not arguments:  # no command: the list of commands, as a usage error
+        print(build_parser().format_help(), end="")
+        return USAGE_ERROR
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(arguments)
         result: int = args.func(args)
         return result
     except UsageError as e:
