@@ -32,5 +32,7 @@ async def import_ratings(
                 counts[p.outcome.verdict] += 1
                 if p.outcome.verdict is SeedVerdict.REFUSED:
                     refused.append(p.item.row.key)
-            log.info("imported %d of %d rows", min(start + CHUNK, len(rows)), len(rows))
+            done = min(start + CHUNK, len(rows))
+            so_far = ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))
+            log.info("%d of %d rows done: %s", done, len(rows), so_far)
     return counts, refused

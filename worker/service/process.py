@@ -18,6 +18,7 @@ import asyncio
 import logging
 import platform
 import signal
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -157,8 +158,17 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
     finally:
         if server is not None:
             server.close()
-    log.info("stopped cleanly: %s", {str(k): n for k, n in worker.totals.items()})
+    log.info("stopped cleanly; %s", _games_summary(worker.totals))
     return 0
+
+
+def _games_summary(totals: Counter[str]) -> str:
+    """What this process did with the games it consumed, for its last log line."""
+    games = sum(totals.values())
+    if not games:
+        return "no game consumed"
+    counts = ", ".join(f"{verdict.replace('_', ' ')} {n}" for verdict, n in sorted(totals.items()))
+    return f"{games} game{'s' if games != 1 else ''} consumed: {counts}"
 
 
 async def _run_consumer(

@@ -160,6 +160,9 @@ async def test_a_row_differing_from_the_state_is_refused_unless_forced(stack: St
     assert "refused: p1/blitz already has state" in stderr
     assert "refused: p1/rapid already has state" in stderr
     assert "p2/blitz" not in stderr
+    # The log and the summary say the same.
+    assert '"message": "4 of 4 rows done: imported 1, refused 2, unchanged 1"' in stderr
+    assert "import: 4 rows: imported 1, refused 2, unchanged 1" in stderr
     # The refused ratings are unchanged; the new one was imported (the refusal is per rating).
     assert (state(r, "p1/blitz"), state(r, "p1/rapid")) == old_p1
     assert state(r, "p9/rapid") == RatingState(Hundredths(160000), 5, (), 1)
