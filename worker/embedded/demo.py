@@ -8,6 +8,7 @@ live stream of generated games and shows what happens, until Ctrl-C (or --durati
 import asyncio
 import contextlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,14 +39,18 @@ class View:
     ratings: dict[str, tuple[str, int | None, int]] = field(default_factory=dict)  # key -> (status, display, seq)
     recent: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT))
     kinds: Counter[str] = field(default_factory=Counter)
-    events: int = 0
+    events: int = 0  # from games (what the workers publish live)
+    seeded: int = 0  # `imported` events of the seeding, before the stream
     dead_letters: int = 0
     produced: dict[int, int] = field(default_factory=dict)  # partition -> end offset
 
     def add(self, value: bytes) -> None:
         e = json.loads(value)
-        self.events += 1
-        self.kinds[e["kind"]] += 1
+        if e["kind"] == "imported":
+            self.seeded += 1
+        else:
+            self.events += 1
+            self.kinds[e["kind"]] += 1
         key = f"{e['player_id']}/{e['category']}"
         status = e["state"]["status"]
         self.ratings[key] = (status, e["display_after"] if status == "rated" else None, e["seq"])
@@ -99,27 +104,39 @@ async def _watch(bootstrap: str, settings: WorkerSettings, view: View) -> None:
         await consumer.stop()
 
 
-async def _lag(bootstrap: str, settings: WorkerSettings, view: View) -> dict[int, int]:
+async def _lag(bootstrap: str, settings: WorkerSettings, view: View) -> tuple[dict[int, int], bool]:
+    """The group's lag per partition, and whether it has committed anything yet (the workers joined)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=settings.kafka_group_id)
     await consumer.start()
     try:
-        lag = {}
+        lag, committed = {}, False
         for p, end in sorted(view.produced.items()):
-            done = await consumer.committed(TopicPartition(settings.topic_games, p)) or 0
-            lag[p] = max(0, end - done)
-        return lag
+            done = await consumer.committed(TopicPartition(settings.topic_games, p))
+            committed = committed or done is not None
+            lag[p] = max(0, end - (done or 0))
+        return lag, committed
     finally:
         await consumer.stop()
 
 
-def _render(view: View, lag: dict[int, int], rate_in: float, rate_out: float, header: str, tty: bool) -> str:
+JOINING = "workers joining the consumer group (a few seconds)..."
+
+
+def _render(
+    view: View, lag: dict[int, int], joined: bool, rate_in: float, rate_out: float, header: str, tty: bool
+) -> str:
     if not tty:
+        if not joined:
+            return f"demo: {rate_in:6.0f} games/s in, {JOINING}"
         return (
             f"demo: {rate_in:6.0f} games/s in, {rate_out:6.0f} events/s out, lag {sum(lag.values())}, "
             f"{view.events} events, {view.dead_letters} dead letters, {len(view.ratings)} ratings"
         )
     lines = [header, ""]
-    lines.append(f"games in {rate_in:7.0f}/s   events out {rate_out:7.0f}/s   total events {view.events}")
+    if not joined:
+        lines.append(f"games in {rate_in:7.0f}/s   {JOINING}")
+    else:
+        lines.append(f"games in {rate_in:7.0f}/s   events out {rate_out:7.0f}/s   total events {view.events}")
     lines.append(f"lag per partition {lag}   dead letters {view.dead_letters}")
     lines.append("kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(view.kinds.items())))
     lines.append("")
@@ -139,9 +156,12 @@ def _render(view: View, lag: dict[int, int], rate_in: float, rate_out: float, he
 
 
 async def demo(players: int, rate: float, workers: int, duration: float | None) -> int:
+    """The demo until Ctrl-C or `duration`; its temporary folders (worker logs, Redis's files) are
+    removed at exit, unless a worker failed (its log is kept, and named)."""
     broker, redis = Broker().start(), RedisServer().start()
     processes: list[subprocess.Popen[bytes]] = []
     tmp = Path(tempfile.mkdtemp(prefix="rating-demo-"))
+    keep = False
     try:
         # tansu holds a fetch to the end of its wait (see the setting): keep games moving.
         env = worker_env(broker, redis, log_level="warning", kafka_fetch_max_wait_ms=TANSU_FETCH_WAIT_MS)
@@ -156,9 +176,13 @@ async def demo(players: int, rate: float, workers: int, duration: float | None) 
         counts, _ = await import_ratings(settings, read_seed_file(seed_file), force=False)
         processes = [start_worker(env, tmp / f"worker-{i}.log") for i in range(workers)]
         header = (
-            f"arena rating demo: broker {broker.bootstrap}, redis {redis.url}, {workers} workers, "
-            f"{players} players ({counts['imported']} ratings seeded), logs in {tmp}"
+            f"arena rating demo: broker {broker.bootstrap}, redis {redis.url}, {workers} "
+            f"worker{'s' if workers != 1 else ''}, {players} players ({counts['imported']} ratings seeded), "
+            f"worker logs in {tmp} (removed at exit)"
         )
+        # Whatever the output: the terminal's view repeats it, a pipe gets it once.
+        if not sys.stdout.isatty():
+            print(f"demo: {header.removeprefix('arena rating demo: ')}", flush=True)
         view = View()
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5)
         await producer.start()
@@ -179,14 +203,16 @@ async def demo(players: int, rate: float, workers: int, duration: float | None) 
                     await asyncio.wait_for(stop.wait(), REFRESH_SECONDS)
                 now = time.monotonic()
                 produced = sum(view.produced.values())
-                lag = await _lag(broker.bootstrap, settings, view)
+                lag, committed = await _lag(broker.bootstrap, settings, view)
                 elapsed = max(now - last_t, 1e-6)
                 rate_in, rate_out = (produced - last_in) / elapsed, (view.events - last_out) / elapsed
                 last_in, last_out, last_t = produced, view.events, now
-                print(_render(view, lag, rate_in, rate_out, header, tty), flush=True)
+                joined = committed or view.events > 0
+                print(_render(view, lag, joined, rate_in, rate_out, header, tty), flush=True)
                 for p in processes:
                     if p.poll() is not None:
-                        print(f"demo: a worker exited with status {p.returncode}; see {tmp}", file=sys.stderr)
+                        keep = True  # its log tells why
+                        print(f"demo: a worker exited with status {p.returncode}; its log is in {tmp}", file=sys.stderr)
                         return 1
         finally:
             for task in tasks:
@@ -204,3 +230,6 @@ async def demo(players: int, rate: float, workers: int, duration: float | None) 
                 p.kill()
         broker.kill()
         redis.kill()
+        shutil.rmtree(redis.directory, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
