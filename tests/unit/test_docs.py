@@ -24,7 +24,8 @@ from worker.stream.retry import OPERATIONS
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
-PAGES = [README, *sorted(DOCS.rglob("*.md"))]
+CHANGELOG = ROOT / "CHANGELOG.md"
+PAGES = [README, CHANGELOG, *sorted(DOCS.rglob("*.md"))]
 FENCE = re.compile(r"^```(\S*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 
@@ -263,3 +264,43 @@ def test_the_configmap_is_read_from_its_env_file_as_kustomize_reads_it(tmp_path:
     env.write_text("RATING_BATCH_SIZE\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"worker\.env:1: not a KEY=value line"):
         docs.read_configmap(env)
+
+
+# --- the changelog
+
+CHANGE_SECTIONS = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+
+
+def changelog_entries(text: str) -> dict[str, list[str]]:
+    """Section heading -> its entries (bullets, continuation lines joined), under Unreleased and releases."""
+    entries: dict[str, list[str]] = {}
+    section = None
+    for line in text.splitlines():
+        if line.startswith("### "):
+            section = line.removeprefix("### ")
+            entries.setdefault(section, [])
+        elif line.startswith("## "):
+            section = None
+        elif section is not None and line.startswith("- "):
+            entries[section].append(line[2:])
+        elif section is not None and line.startswith("  ") and entries[section]:
+            entries[section][-1] += " " + line.strip()
+    return entries
+
+
+def test_the_changelog_keeps_its_format_and_says_what_operators_must_know() -> None:
+    text = CHANGELOG.read_text(encoding="utf-8")
+    assert text.startswith("# Changelog\n")
+    releases = re.findall(r"^## (.+)$", text, re.MULTILINE)
+    assert releases[0] == "[Unreleased]"
+    assert all(re.fullmatch(r"\[\d+\.\d+\.\d+\] - \d{4}-\d{2}-\d{2}", r) for r in releases[1:]), releases
+    entries = changelog_entries(text)
+    assert entries and set(entries) <= CHANGE_SECTIONS, set(entries)
+    for section, bullets in entries.items():
+        for entry in bullets:
+            assert "**Operators:**" in entry and "**Side by side:**" in entry, (section, entry[:80])
+
+
+def test_the_changelog_check_sees_an_entry_without_its_operators_line() -> None:
+    text = "# Changelog\n\n## [Unreleased]\n\n### Added\n\n- a thing\n  on two lines. **Side by side:** yes.\n"
+    assert changelog_entries(text) == {"Added": ["a thing on two lines. **Side by side:** yes."]}
