@@ -94,21 +94,22 @@ def _whole(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def _positive(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
+
+
+def _positive(text: str) -> float:
+    value = _number(text)
+    if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text} is not a positive number")
     return value
 
 
 def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _number(text)
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"{text} is not a share from 0 to less than 1")
     return value
