@@ -22,7 +22,7 @@ from worker.replay.seed_file import read_seed_file
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 from worker.rules.hundredths import Points
-from worker.settings import RulesSettings
+from worker.settings import BUILT_SYSTEMS, RulesSettings
 
 if TYPE_CHECKING:
     from worker.settings import WorkerSettings
@@ -131,6 +131,7 @@ def _rules_settings(training_rating: int | None) -> RulesSettings:
             settings = RulesSettings.model_validate({**settings.model_dump(), "training_rating": training_rating})
     except ValidationError as e:
         raise _settings_error(e) from None
+    _built(settings)
     return settings
 
 
@@ -161,16 +162,29 @@ def cmd_rate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _worker_settings() -> "WorkerSettings":
+def _worker_settings(any_system: bool = False) -> "WorkerSettings":
+    """The settings; unless `any_system`, only for a system this release runs (`_built`)."""
     from worker.settings import WorkerSettings  # noqa: PLC0415
 
     secrets_dir = os.environ.get("RATING_SECRETS_DIR")
     if secrets_dir is not None and not Path(secrets_dir).is_dir():
         raise UsageError(f"setting RATING_SECRETS_DIR: {secrets_dir} is not a directory")
     try:
-        return WorkerSettings(_secrets_dir=secrets_dir)
+        settings = WorkerSettings(_secrets_dir=secrets_dir)
     except ValidationError as e:
         raise _settings_error(e) from None
+    if not any_system:
+        _built(settings)
+    return settings
+
+
+def _built(settings: RulesSettings) -> None:
+    """Refuse a system whose engine is not built yet: it would run the arena's rules and contract."""
+    if settings.system not in BUILT_SYSTEMS:
+        raise UsageError(
+            f"setting RATING_SYSTEM: {settings.system} is not built yet in this release (its rules are, not its "
+            "input, events or commands); only `rating-worker config` takes it"
+        )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -274,7 +288,7 @@ def cmd_erase(args: argparse.Namespace) -> int:
 def cmd_config(args: argparse.Namespace) -> int:
     from worker.docs import effective_settings  # noqa: PLC0415
 
-    settings = _worker_settings()
+    settings = _worker_settings(any_system=True)
     print(f"# rating-worker {_version()}: the settings in effect (secrets masked; defaults commented out)")
     for line in effective_settings(settings):
         print(line)

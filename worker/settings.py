@@ -6,7 +6,7 @@ variable instead of failing later, half way, with a traceback.
 """
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -51,11 +51,94 @@ def redis_address(url: str) -> str:
 
 KEY_PATTERN_CHARS = "*?[]\\"  # characters of a Redis key pattern (SCAN MATCH): never in a prefix
 
+System = Literal["arena", "uscf-cc"]
+BUILT_SYSTEMS: tuple[System, ...] = ("arena",)  # the others are refused by every command but `config`
+
+
+class SystemNames(NamedTuple):
+    """The names a rating system's deployment uses by default (contract v2, "One system per deployment")."""
+
+    topic_games: str
+    topic_ratings: str
+    topic_dead_letters: str
+    kafka_group_id: str
+    redis_key_prefix: str
+
+
+def _v2_names(system: str, topic_games: str = "arena.game.finished.v1") -> SystemNames:
+    return SystemNames(
+        topic_games,
+        f"arena.rating.changed.v2.{system}",
+        f"arena.game.finished.v1.dlq.{system}",
+        f"rating-worker-{system}",
+        f"rating-{system}:",
+    )
+
+
+# Every system of the contract, built here or not: no deployment may take another's names.
+SYSTEM_NAMES: dict[str, SystemNames] = {
+    "arena": SystemNames(
+        "arena.game.finished.v1", "arena.rating.changed.v1", "arena.game.finished.v1.dlq", "rating-worker", "rating:"
+    ),
+    "uscf-cc": _v2_names("uscf-cc", "arena.game.finished.v1.correspondence"),
+    "glicko2": _v2_names("glicko2"),
+    "fide": _v2_names("fide"),
+    "tornelo": _v2_names("tornelo"),
+}
+# tornelo's own topic and group besides (its tournament ends): no other system may take them.
+TORNELO_EXTRA = {"topic": "arena.tournament.finished.v1", "group": "rating-worker-tornelo-close"}
+OWN_NAMES = ("topic_ratings", "topic_dead_letters", "kafka_group_id", "redis_key_prefix")
+
+
+def name_problems(system: str, names: SystemNames) -> list[str]:
+    """Where a deployment of `system` would use another system's name: one line each."""
+    problems = []
+    for field in OWN_NAMES:
+        value = getattr(names, field)
+        for other, theirs in SYSTEM_NAMES.items():
+            if other == system:
+                continue
+            if field == "redis_key_prefix":
+                if value.startswith(theirs.redis_key_prefix) or theirs.redis_key_prefix.startswith(value):
+                    what = "is" if value == theirs.redis_key_prefix else "nests with"
+                    problems.append(f"RATING_REDIS_KEY_PREFIX={value} {what} the key prefix of the system {other}")
+            elif value == getattr(theirs, field):
+                problems.append(f"RATING_{field.upper()}={value} is the {_WHAT[field]} of the system {other}")
+        if field in ("topic_ratings", "topic_dead_letters") and value == TORNELO_EXTRA["topic"] and system != "tornelo":
+            problems.append(f"RATING_{field.upper()}={value} is the tournament topic of the system tornelo")
+        if field == "kafka_group_id" and value == TORNELO_EXTRA["group"] and system != "tornelo":
+            problems.append(f"RATING_KAFKA_GROUP_ID={value} is the close group of the system tornelo")
+    if system == "uscf-cc" and names.topic_games == SYSTEM_NAMES["arena"].topic_games:
+        problems.append(
+            f"RATING_TOPIC_GAMES={names.topic_games} holds the arena's live games: uscf-cc reads its own topic "
+            "of correspondence games, and would rate every live game as one"
+        )
+    return problems
+
+
+_WHAT = {
+    "topic_ratings": "output topic",
+    "topic_dead_letters": "dead-letter topic",
+    "kafka_group_id": "consumer group",
+}
+
 
 class RulesSettings(BaseSettings):
     """What the rules and the input checks need; the same for `rate` and the streaming worker."""
 
     model_config = SettingsConfigDict(env_prefix="RATING_", extra="ignore")
+
+    # One rating system per deployment; it sets the defaults of the topics, group and prefix.
+    system: Annotated[
+        System,
+        Field(
+            description="The rating system of this deployment: `arena` (contract v1) or `uscf-cc` (US Chess "
+            "correspondence, contract v2; not built yet: every command but `config` refuses it). It sets the "
+            "defaults of `RATING_TOPIC_GAMES`, `RATING_TOPIC_RATINGS`, `RATING_TOPIC_DEAD_LETTERS`, "
+            "`RATING_KAFKA_GROUP_ID` and `RATING_REDIS_KEY_PREFIX`; no deployment may use another system's output "
+            "topic, dead-letter topic, group or key prefix.",
+        ),
+    ] = "arena"
 
     # The fixed rating shown to unrated players; it never enters a calculation.
     training_rating: Annotated[
@@ -374,6 +457,19 @@ class WorkerSettings(RulesSettings):
         except ValueError as e:  # redis-py names the option, never its value
             raise ValueError(f"has an option that is not valid: {e}") from None
         return value
+
+    @model_validator(mode="after")
+    def _system_names(self) -> "WorkerSettings":
+        """The system's names where none was given, then no other system's name anywhere."""
+        defaults = SYSTEM_NAMES[self.system]
+        for field in SystemNames._fields:
+            if field not in self.model_fields_set:
+                object.__setattr__(self, field, getattr(defaults, field))
+        problems = name_problems(self.system, SystemNames(*(getattr(self, f) for f in SystemNames._fields)))
+        if problems:
+            article = "an" if self.system[0] in "aeiou" else "a"
+            raise ValueError(f"{problems[0]}; {article} {self.system} deployment needs its own")
+        return self
 
     @model_validator(mode="after")
     def _lease_outlives_delivery(self) -> "WorkerSettings":

@@ -1,0 +1,111 @@
+"""RATING_SYSTEM: one rating system per deployment (contract v2, "One system per deployment"): the
+names it sets by default, the names no deployment may take from another system (status 2, one
+line, before any connection), and the systems not built yet refused by every command but
+`config`."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from worker.settings import SYSTEM_NAMES, SystemNames
+
+NOWHERE = {"RATING_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9", "RATING_REDIS_URL": "redis://127.0.0.1:9/0"}
+
+
+def run(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")} | NOWHERE | variables
+    return subprocess.run(
+        [sys.executable, "-m", "worker", *args], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
+
+
+def shown(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    """`config`'s lines as variable -> value (defaults and given alike)."""
+    lines = [line.removeprefix("# ").removesuffix(" (default)") for line in done.stdout.splitlines()[1:]]
+    return dict(line.split("=", 1) for line in lines)
+
+
+def test_the_names_table_is_the_contracts() -> None:
+    assert SYSTEM_NAMES["arena"] == SystemNames(
+        "arena.game.finished.v1", "arena.rating.changed.v1", "arena.game.finished.v1.dlq", "rating-worker", "rating:"
+    )
+    assert SYSTEM_NAMES["uscf-cc"] == SystemNames(
+        "arena.game.finished.v1.correspondence",
+        "arena.rating.changed.v2.uscf-cc",
+        "arena.game.finished.v1.dlq.uscf-cc",
+        "rating-worker-uscf-cc",
+        "rating-uscf-cc:",
+    )
+    assert SYSTEM_NAMES["glicko2"].topic_games == "arena.game.finished.v1"
+    assert SYSTEM_NAMES["tornelo"].redis_key_prefix == "rating-tornelo:"
+
+
+@pytest.mark.parametrize("system", ["arena", "uscf-cc"])
+def test_the_system_sets_the_default_names(system: str) -> None:
+    done = run("config", RATING_SYSTEM=system)
+    assert done.returncode == 0, done.stderr
+    values = shown(done)
+    names = SYSTEM_NAMES[system]
+    for field in SystemNames._fields:
+        assert values[f"RATING_{field.upper()}"] == getattr(names, field)
+
+
+def test_a_given_name_of_its_own_stands() -> None:
+    done = run("config", RATING_SYSTEM="uscf-cc", RATING_TOPIC_GAMES="cc.games", RATING_REDIS_KEY_PREFIX="cc:")
+    assert done.returncode == 0, done.stderr
+    assert "RATING_TOPIC_GAMES=cc.games" in done.stdout.splitlines()
+    assert shown(done)["RATING_REDIS_KEY_PREFIX"] == "cc:"
+
+
+@pytest.mark.parametrize(
+    ("system", "variable", "value", "message"),
+    [
+        ("uscf-cc", "RATING_TOPIC_RATINGS", "arena.rating.changed.v1", "is the output topic of the system arena"),
+        (
+            "uscf-cc",
+            "RATING_TOPIC_DEAD_LETTERS",
+            "arena.game.finished.v1.dlq",
+            "is the dead-letter topic of the system arena",
+        ),
+        ("uscf-cc", "RATING_KAFKA_GROUP_ID", "rating-worker", "is the consumer group of the system arena"),
+        ("uscf-cc", "RATING_REDIS_KEY_PREFIX", "rating:", "is the key prefix of the system arena"),
+        ("uscf-cc", "RATING_REDIS_KEY_PREFIX", "rating:cc:", "nests with the key prefix of the system arena"),
+        ("uscf-cc", "RATING_TOPIC_GAMES", "arena.game.finished.v1", "holds the arena's live games"),
+        (
+            "arena",
+            "RATING_TOPIC_RATINGS",
+            "arena.rating.changed.v2.glicko2",
+            "is the output topic of the system glicko2",
+        ),
+        ("arena", "RATING_KAFKA_GROUP_ID", "rating-worker-uscf-cc", "is the consumer group of the system uscf-cc"),
+        ("arena", "RATING_KAFKA_GROUP_ID", "rating-worker-tornelo-close", "is the close group of the system tornelo"),
+        ("arena", "RATING_REDIS_KEY_PREFIX", "rating-fide:", "is the key prefix of the system fide"),
+    ],
+)
+def test_another_systems_name_is_refused_at_start_with_one_line(
+    system: str, variable: str, value: str, message: str
+) -> None:
+    for command in (("config",), ("run",)) if system == "arena" else (("config",),):
+        done = run(*command, RATING_SYSTEM=system, **{variable: value})
+        assert done.returncode == 2, (command, done.stderr)
+        assert done.stderr.startswith(f"rating-worker: error: settings: {variable}={value} {message}")
+        assert done.stderr.count("\n") == 1 and done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "command", [("run",), ("rate", "-"), ("import", "samples/seed.csv"), ("topics",), ("check",), ("restore",)]
+)
+def test_a_system_not_built_yet_is_refused_by_every_command_but_config(command: tuple[str, ...]) -> None:
+    done = run(*command, RATING_SYSTEM="uscf-cc")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "rating-worker: error: setting RATING_SYSTEM: uscf-cc is not built yet in this release (its rules are, "
+        "not its input, events or commands); only `rating-worker config` takes it\n"
+    )
+
+
+def test_an_unknown_system_is_refused() -> None:
+    done = run("config", RATING_SYSTEM="elo")
+    assert done.returncode == 2 and done.stderr.startswith("rating-worker: error: setting RATING_SYSTEM: ")
