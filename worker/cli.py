@@ -43,11 +43,14 @@ class CommandFailed(Exception):
 def _one_shot(settings: "WorkerSettings", command: "Callable[[], Awaitable[T]]") -> T:
     """Run a one-shot command against Kafka and Redis (see `worker.service.process.run_command`)."""
     from worker.operate.switch_over import NotReady  # noqa: PLC0415
+    from worker.service.owner import PrefixOwned  # noqa: PLC0415
     from worker.service.process import run_command  # noqa: PLC0415
     from worker.stream.retry import Unreachable, transient  # noqa: PLC0415
 
     try:
         return run_command(settings, command)
+    except PrefixOwned as e:  # a setting to change, found before anything was written
+        raise UsageError(str(e)) from None
     except (Unreachable, NotReady) as e:
         raise CommandFailed(str(e)) from None
     except asyncio.CancelledError:
@@ -189,11 +192,15 @@ def _built(settings: RulesSettings) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from worker.service.logs import configure_logging  # noqa: PLC0415
+    from worker.service.owner import PrefixOwned  # noqa: PLC0415
     from worker.service.process import serve  # noqa: PLC0415  # Kafka and Redis clients load only here
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
-    return asyncio.run(serve(settings))
+    try:
+        return asyncio.run(serve(settings))
+    except PrefixOwned as e:  # found before the worker joined its group or wrote anything
+        raise UsageError(str(e)) from None
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -394,6 +401,7 @@ def cmd_records(args: argparse.Namespace) -> int:
     from worker.operate.redis_ops import with_retry  # noqa: PLC0415
     from worker.service.connections import close_quietly, make_redis  # noqa: PLC0415
     from worker.service.logs import configure_logging  # noqa: PLC0415
+    from worker.service.owner import own_prefix  # noqa: PLC0415
     from worker.store import records  # noqa: PLC0415
 
     settings = _worker_settings()
@@ -403,6 +411,7 @@ def cmd_records(args: argparse.Namespace) -> int:
     async def command() -> tuple[str | None, int | None]:
         redis = make_redis(settings)
         try:
+            await own_prefix(redis, prefix, settings.system, write=args.layout is not None)
             if args.layout is not None:
                 await with_retry(records.set_layout, redis, prefix, args.layout)
             return await with_retry(records.layout, redis, prefix)

@@ -6,7 +6,8 @@ report a topic setting). A failed **fatal** check means the worker cannot run co
 only those make the command exit 1:
 
 - each topic exists; the input and output topics have `RATING_PARTITIONS` partitions;
-- Redis answers; its Lua scripts can call `cmsgpack` (every state write is such a script);
+- Redis answers; the key prefix is not another rating system's (`{prefix}system`); its Lua
+  scripts can call `cmsgpack` (every state write is such a script);
 - `maxmemory-policy` is `noeviction`: under any other policy a full Redis silently drops
   states, outboxes and idempotency records.
 
@@ -34,6 +35,7 @@ from redis.exceptions import ResponseError
 
 from worker.operate.topics import topic_specs
 from worker.service.connections import close_quietly, kafka_options, make_redis
+from worker.service.owner import PrefixOwned, own_prefix
 from worker.settings import WorkerSettings
 from worker.stream.retry import KAFKA_ADMIN, KAFKA_CONNECT, REDIS_COMMAND, REDIS_CONNECT, Unreachable, retrying
 
@@ -143,12 +145,23 @@ async def check_redis(settings: WorkerSettings) -> list[Finding]:
             return [Finding("failed", "redis", f"refused PING ({e})")]
         return [
             Finding("ok", "redis", "answers"),
+            await _prefix(settings, redis),
             await _lua(redis),
             await _eviction(redis),
             await _durability(settings, redis),
         ]
     finally:
         await close_quietly(redis.aclose())
+
+
+async def _prefix(settings: WorkerSettings, redis: Redis) -> Finding:
+    """The key prefix is this system's, or nobody's yet (read only: `check` claims nothing)."""
+    subject = "redis key prefix"
+    try:
+        await own_prefix(redis, settings.redis_key_prefix, settings.system, write=False)
+    except PrefixOwned as e:
+        return Finding("failed", subject, str(e))
+    return Finding("ok", subject, f"{settings.redis_key_prefix} is not another system's")
 
 
 async def _lua(redis: Redis) -> Finding:

@@ -27,6 +27,7 @@ from redis.asyncio import Redis
 
 from worker.rules.categories import Category
 from worker.service.connections import close_quietly, kafka_options, make_redis
+from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.stream.retry import KAFKA_CONNECT, KAFKA_PUBLISH, REDIS_COMMAND, retrying
@@ -83,6 +84,7 @@ async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[C
     token = f"erase-{uuid.uuid4().hex}"
     redis = make_redis(settings)
     try:
+        await own_prefix(redis, prefix, settings.system, write=True)
         lease_ms = int(settings.publication_lease_seconds * 1000)
         answer = await _script(redis, _TAKE_AND_DELETE, prefix, token, lease_ms, int(force), *ratings)
         verdict, *rest = [item.decode() if isinstance(item, bytes) else str(item) for item in answer]

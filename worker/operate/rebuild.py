@@ -46,6 +46,7 @@ from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN, RatingState
 from worker.service.connections import close_quietly, make_redis
+from worker.service.owner import own_prefix
 from worker.settings import KEY_PATTERN_CHARS, WorkerSettings
 from worker.store import keys, records
 from worker.store.state_codec import encode_state
@@ -147,6 +148,7 @@ async def rebuild(
         if found:
             report.cleared = await unlink_all(redis, found)
             say(f"rebuild: cleared {report.cleared} keys under {prefix!r}")
+        await own_prefix(redis, prefix, settings.system, write=True)
         with tempfile.TemporaryDirectory(prefix="rating-rebuild-") as spill:
             # Each of the two sorts holds at most half the budget.
             by_id = ExternalSort(Path(spill) / "by-id", memory_bytes // 2)

@@ -44,6 +44,7 @@ from worker.rules.hundredths import Hundredths
 from worker.rules.state import QualifyingGame, RatingState
 from worker.rules.system import Kind
 from worker.service.connections import close_quietly, make_redis
+from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys, records
 from worker.store.state_codec import encode_state
@@ -277,6 +278,7 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
     prefix = settings.redis_key_prefix
     try:
         await retrying(REDIS_CONNECT, redis.ping)
+        await own_prefix(redis, prefix, settings.system, write=True)
         # Workers still running wait meanwhile (their scripts refuse): a restore's plain writes
         # and its clearing of the leases must not meet their applies and publications.
         await distrust(redis, prefix, "a restore is under way (or stopped before it ended): run it again")

@@ -13,6 +13,7 @@ from worker.engine.engine import Engine
 from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Points
 from worker.service.connections import close_quietly, kafka_options, make_redis
+from worker.service.owner import own_prefix
 from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
 from worker.store.redis_store import RedisStore
 from worker.stream.pipeline import Pipeline
@@ -47,6 +48,7 @@ async def pipeline_for(settings: WorkerSettings) -> AsyncIterator[tuple[Pipeline
     try:
         await retrying(KAFKA_CONNECT, producer.start)
         await retrying(REDIS_CONNECT, redis.ping)
+        await own_prefix(redis, settings.redis_key_prefix, settings.system, write=True)
         store = RedisStore(
             redis,
             settings.redis_key_prefix,

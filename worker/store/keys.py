@@ -21,6 +21,9 @@ WATERMARK = "w:"
 # `records` (`both` or `compact`) and `record_bits`: the layout of the idempotency records, and
 # `sweep_next`, `sweep_pass`: where the sweep of expired records stands (see worker.store.records)
 STORE = "store"
+# {prefix}system -> the rating system that owns the prefix (RATING_SYSTEM), written by the first
+# command that writes there; a prefix with keys but without it predates it and is the arena's
+SYSTEM = "system"
 # {prefix}untrusted -> why the store refuses work until `rating-worker restore` runs (no expiry)
 UNTRUSTED = "untrusted"
 # {prefix}seen:{token} -> the store's `writes` as this process saw it after its last apply;
@@ -54,3 +57,7 @@ def store_key(prefix: str) -> str:
 
 def untrusted_key(prefix: str) -> str:
     return f"{prefix}{UNTRUSTED}"
+
+
+def system_key(prefix: str) -> str:
+    return f"{prefix}{SYSTEM}"

@@ -79,7 +79,7 @@ def with_settings(subjects: list[str]) -> list[str]:
     return [item for subject in subjects for item in (subject, f"{subject} settings")]
 
 
-REDIS_CHECKS = ["redis", "redis lua cmsgpack", "redis maxmemory-policy", "redis durability"]
+REDIS_CHECKS = ["redis", "redis key prefix", "redis lua cmsgpack", "redis maxmemory-policy", "redis durability"]
 
 
 async def test_a_stack_set_up_right_passes_every_check(stack: Stack) -> None:
@@ -200,3 +200,16 @@ async def test_an_unreachable_dependency_fails_and_the_other_is_still_checked(st
     assert checked.of(missing).startswith(f"{missing}: unreachable: ")
     other = REDIS_CHECKS if missing == "kafka" else with_settings(topics(stack))
     assert {checked.statuses()[subject] for subject in other} == {"ok"}
+
+
+async def test_a_prefix_of_another_system_fails_and_check_claims_nothing(stack: Stack) -> None:
+    create_with_the_command(stack)
+    with stack.redis_client() as redis:
+        assert run_check(stack).statuses()["redis key prefix"] == "ok"
+        assert redis.get("rating:system") is None  # read only
+        redis.set("rating:system", "uscf-cc")
+    checked = run_check(stack)
+    assert checked.status == 1
+    assert checked.of("redis key prefix").startswith(
+        "redis key prefix: RATING_REDIS_KEY_PREFIX=rating: belongs to the rating system uscf-cc"
+    )
