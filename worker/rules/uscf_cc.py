@@ -20,10 +20,12 @@ This module is the rules only: wiring it into the engine (its state in Redis and
 its input field `forfeit_kind`, its kinds and skip reasons) is the rest of the uscf-cc work.
 """
 
+import re
 from enum import StrEnum
 from typing import NamedTuple
 
-from worker.rules.hundredths import ONE, Hundredths
+from schemas.types import ID_PATTERN
+from worker.rules.hundredths import ONE, Hundredths, parse_fixed2
 
 ESTABLISHED_CREDITS = 25  # with 25 credits a player is established: his 26th game is computed so (U4)
 ED_LIMIT = Hundredths(350 * ONE)
@@ -217,3 +219,40 @@ def _special_forfeit(game: CcGame, white: CcState, black: CcState) -> CcRated | 
     k = k_factor(winner.rating) if winner.established else None
     change = CcChange(CcKind.FORFEIT_WIN, winner._replace(rating=Hundredths(winner.rating + forfeit_points(winner))), k)
     return CcRated(change, None) if white_won else CcRated(None, change)
+
+
+# --- seeding rows: player_id,category,rating,rated_games (contract v2, "Seeding rows")
+
+CATEGORY = "correspondence"  # the one category of the system (U16)
+SEED_HEADER = ("player_id", "category", "rating", "rated_games")
+
+
+class CcSeed(NamedTuple):
+    player_id: str
+    rating: Hundredths
+    credits: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.player_id}/{CATEGORY}"
+
+
+def parse_seed_row(fields: list[str]) -> CcSeed:
+    """One row, as the contract writes it: an id, `correspondence`, a decimal with at most two
+    decimals and an optional leading `-` (no floor, U12, U21), and at least one game credit.
+    ValueError says which field is wrong."""
+    if len(fields) != len(SEED_HEADER):
+        raise ValueError(f"expected {len(SEED_HEADER)} fields, got {len(fields)}")
+    player_id, category, rating, credits = fields
+    if not re.fullmatch(ID_PATTERN, player_id):
+        raise ValueError(f"player_id: {player_id!r} is not an id")
+    if category != CATEGORY:
+        raise ValueError(f"category: {category!r} is not {CATEGORY}")
+    negative = rating.startswith("-")
+    try:
+        magnitude = parse_fixed2(rating[1:] if negative else rating)
+    except ValueError as e:
+        raise ValueError(f"rating: {e}") from None
+    if not (credits.isascii() and credits.isdigit()) or int(credits) < 1:
+        raise ValueError(f"rated_games: {credits!r} is not an integer >= 1 (a rating averages at least one game)")
+    return CcSeed(player_id, Hundredths(-magnitude if negative else magnitude), int(credits))

@@ -3,6 +3,7 @@ written from the reading's tables (ratings before -> after, credits, kinds, K), 
 properties. Examples 24-25 and 35-44 concern the input, the events and seeding: they are tested
 where those layers are built."""
 
+import re
 from fractions import Fraction
 
 import pytest
@@ -18,9 +19,11 @@ from worker.rules.uscf_cc import (
     CcGame,
     CcKind,
     CcRated,
+    CcSeed,
     CcSkip,
     CcState,
     k_factor,
+    parse_seed_row,
     rate,
     round_half_away,
     tier,
@@ -233,3 +236,37 @@ def test_u5_a_player_starting_unrated_stays_near_the_exact_mean_of_his_performan
         n = player.credits
         assert n == len(values)
         assert abs(player.rating - sum(values) / n) <= Fraction(n + 1, 4)
+
+
+# --- seeding rows (section 10; example 44)
+
+
+def test_seed_rows_as_the_contract_writes_them() -> None:
+    assert parse_seed_row(["alice", "correspondence", "1600.00", "40"]) == CcSeed("alice", h("1600.00"), 40)
+    assert parse_seed_row(["bob", "correspondence", "1400", "10"]) == CcSeed("bob", h("1400"), 10)
+    negative = parse_seed_row(["x", "correspondence", "-100.50", "1"])  # example 44
+    assert negative == CcSeed("x", h("-100.50"), 1) and display(negative.rating) == -100
+    assert negative.key == "x/correspondence"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (["x", "correspondence", "1800.", "5"], "rating: "),
+        (["x", "correspondence", "+1800", "5"], "rating: "),
+        (["x", "correspondence", " 1800", "5"], "rating: "),
+        (["x", "correspondence", "1e3", "5"], "rating: "),
+        (["x", "correspondence", "--100", "5"], "rating: "),
+        (["x", "correspondence", "-", "5"], "rating: "),
+        (["x", "correspondence", "1800.123", "5"], "rating: "),
+        (["x", "correspondence", "1800", "0"], "rated_games: '0' is not an integer >= 1"),  # example 44
+        (["x", "correspondence", "1800", "-1"], "rated_games: "),
+        (["x", "correspondence", "1800", " 5"], "rated_games: "),
+        (["x", "blitz", "1800", "5"], "category: 'blitz' is not correspondence"),
+        (["x/y", "correspondence", "1800", "5"], "player_id: "),
+        (["x", "correspondence", "1800"], "expected 4 fields, got 3"),
+    ],
+)
+def test_a_bad_seed_row_says_which_field(fields: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        parse_seed_row(fields)
