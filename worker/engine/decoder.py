@@ -6,10 +6,13 @@ dead-lettered with the same `error.kind` and message whichever of them reads it.
 
 import re
 from enum import StrEnum
+from typing import TypeVar
 
 from pydantic import ValidationError
 
 from schemas.game_finished import GameFinished
+
+G = TypeVar("G", bound=GameFinished)
 
 MAX_ERRORS_SHOWN = 3  # a message with many bad fields still gets a one-line error
 # The JSON parser turns numbers into Python ints, which refuse more than 4300 digits (Python's
@@ -41,6 +44,12 @@ class BadInput(Exception):
 
 def decode_game(value: bytes, max_bytes: int) -> GameFinished:
     """The game in `value`, or BadInput with the contract's kind and a one-line message."""
+    return decode_as(GameFinished, value, max_bytes)
+
+
+def decode_as(model: type[G], value: bytes, max_bytes: int) -> G:
+    """The game in `value` as `model` (a system's input: v1's, or v1 with a system's fields), or
+    BadInput with the contract's kind and a one-line message."""
     if len(value) > max_bytes:
         raise BadInput(ErrorKind.TOO_LARGE, f"value is {len(value)} bytes, the maximum is {max_bytes}")
     try:
@@ -48,12 +57,12 @@ def decode_game(value: bytes, max_bytes: int) -> GameFinished:
     except UnicodeDecodeError as e:
         raise BadInput(ErrorKind.INVALID_ENCODING, f"not UTF-8: byte {e.start} ({value[e.start]:#04x})") from None
     try:
-        return GameFinished.model_validate_json(text)
+        return model.model_validate_json(text)
     except ValidationError as e:
         if not _out_of_range(e):
             raise _classify(e) from None
     try:  # the same text with each over-long number as a string of the same length
-        return GameFinished.model_validate_json(_LONG_NUMBER.sub(_as_string, text))
+        return model.model_validate_json(_LONG_NUMBER.sub(_as_string, text))
     except ValidationError as e:
         raise _classify(e) from None
 

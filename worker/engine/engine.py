@@ -73,8 +73,9 @@ class SeedOutcome(NamedTuple):
     update: Update | None = None
 
 
-def facts_digest(game: GameFinished) -> bytes:
-    """A digest of the facts that make a game the same game (contract, "Duplicates").
+def facts_digest(game: GameFinished, extra: str = "") -> bytes:
+    """A digest of the facts that make a game the same game (contract, "Duplicates"), and a
+    system's own facts beside v1's (`extra`, empty for the arena: its digests are unchanged).
 
     8 bytes: two different fact sets share a digest with probability 2^-64.
     """
@@ -83,6 +84,8 @@ def facts_digest(game: GameFinished) -> bytes:
         f"{game.white_id}|{game.black_id}|{game.result}|{game.termination}|"
         f"{int(game.rated)}|{tc.base_seconds}|{tc.increment_seconds}"
     )
+    if extra:
+        facts += f"|{extra}"
     return hashlib.blake2b(facts.encode(), digest_size=8).digest()
 
 

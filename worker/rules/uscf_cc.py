@@ -24,6 +24,7 @@ import re
 from enum import StrEnum
 from typing import NamedTuple
 
+from schemas.correspondence_game import CorrespondenceGameFinished
 from schemas.types import ID_PATTERN
 from worker.rules.hundredths import ONE, Hundredths, parse_fixed2
 
@@ -219,6 +220,28 @@ def _special_forfeit(game: CcGame, white: CcState, black: CcState) -> CcRated | 
     k = k_factor(winner.rating) if winner.established else None
     change = CcChange(CcKind.FORFEIT_WIN, winner._replace(rating=Hundredths(winner.rating + forfeit_points(winner))), k)
     return CcRated(change, None) if white_won else CcRated(None, change)
+
+
+# --- the input: a valid game's facts for the rules, and for duplicates
+
+SCORE_OF_RESULT = {"1-0": WIN, "1/2-1/2": DRAW, "0-1": LOSS}
+
+
+def game_of(game: CorrespondenceGameFinished) -> CcGame:
+    """What the rules read of a valid game: every game is a correspondence game (its time control
+    is validated, then ignored: U16); `forfeit_kind` counts only on a forfeit (U20)."""
+    return CcGame(
+        SCORE_OF_RESULT[game.result],
+        rated=game.rated,
+        aborted=game.termination == "aborted",
+        special_forfeit=game.termination == "forfeit" and game.forfeit_kind == "special",
+    )
+
+
+def duplicate_facts(game: CorrespondenceGameFinished) -> str:
+    """The facts beside v1's that make a game the same game: a forfeit's kind, absent counting as
+    ordinary (U17, U20); nothing for any other termination."""
+    return f"forfeit_kind={game.forfeit_kind}" if game.termination == "forfeit" else ""
 
 
 # --- seeding rows: player_id,category,rating,rated_games (contract v2, "Seeding rows")
