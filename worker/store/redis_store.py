@@ -54,10 +54,11 @@ from redis.exceptions import ResponseError
 
 from worker import metrics
 from worker.rules.state import RatingState
+from worker.rules.uscf_cc import CcState
 from worker.store import keys, scripts
 from worker.store.protocol import Claimed, S, Snapshot, StateCodec, Watermark, Write
 from worker.store.records import pack, record_hash
-from worker.store.state_codec import RATING_STATES
+from worker.store.state_codec import CC_STATES, RATING_STATES
 
 log = logging.getLogger(__name__)
 
@@ -241,6 +242,12 @@ class RedisStore(RedisStateStore[RatingState]):
     """The arena's ratings in Redis."""
 
     codec = RATING_STATES
+
+
+class CcRedisStore(RedisStateStore[CcState]):
+    """US Chess correspondence (`uscf-cc`) ratings in Redis."""
+
+    codec = CC_STATES
 
 
 def _claimed(claimed: list[Any], blocked: list[bytes], ours: dict[str, list[bytes]]) -> Claimed:

@@ -1,4 +1,5 @@
-"""A rating's state as stored in Redis: `seq|rating|rated_games|qualifying`.
+"""A rating's state as stored in Redis: `seq|rating|rated_games|qualifying` (the arena), and
+`seq|rating|credits` (US Chess correspondence, `uscf-cc`).
 
 `rating` is hundredths or empty while unrated; `qualifying` is `game,opponent,rating,score`
 entries joined by ";". Ids never contain "|", "," or ";". The seq comes first so that the
@@ -7,6 +8,7 @@ check-and-set script reads the version with one pattern match.
 
 from worker.rules.hundredths import Hundredths
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
+from worker.rules.uscf_cc import CcState
 
 
 def encode_state(state: RatingState) -> bytes:
@@ -39,3 +41,26 @@ class RatingStateCodec:
 
 
 RATING_STATES = RatingStateCodec()
+
+
+def encode_cc_state(state: CcState) -> bytes:
+    """`seq|rating|credits`: the rating in hundredths (a leading `-` when negative), empty while unrated."""
+    rating = "" if state.rating is None else str(state.rating)
+    return f"{state.seq}|{rating}|{state.credits}".encode()
+
+
+def decode_cc_state(value: bytes | str) -> CcState:
+    text = value.decode() if isinstance(value, bytes) else value
+    seq, rating, credits = text.split("|")
+    return CcState(Hundredths(int(rating)) if rating else None, int(credits), int(seq))
+
+
+class CcStateCodec:
+    """`uscf-cc`'s `CcState` as the store keeps it (`worker.store.protocol.StateCodec`)."""
+
+    unseen = CcState()
+    encode = staticmethod(encode_cc_state)
+    decode = staticmethod(decode_cc_state)
+
+
+CC_STATES = CcStateCodec()
