@@ -28,8 +28,11 @@ from worker.service.connections import CLOSE_SECONDS, begin_closing, close_quiet
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 GRACE = 3.0  # RATING_SHUTDOWN_GRACE_SECONDS in every test here
-CLOSE = CLOSE_SECONDS  # the README's bound is the grace plus this
-BOUND = GRACE + CLOSE
+CLOSE = CLOSE_SECONDS  # the documented bound is the grace plus this, plus the process's exit
+# The process's own exit after its last close (the interpreter's teardown), which the worker's
+# budgets do not count: on a loaded 2-core machine it took 0.15 s once (CI, 2026-12-01).
+EXIT = 1.0
+BOUND = GRACE + CLOSE + EXIT
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "samples/seed.csv"
 
