@@ -11,7 +11,8 @@ Stopping (SIGTERM or SIGINT), whatever the worker is doing:
    (an outage), the batch is abandoned uncommitted (redelivered later, deduplicated): status 1;
 3. then the clients are closed, all within one CLOSE_SECONDS budget (`worker.service.connections`; a
    frozen broker never answers a leave-group request); a second signal skips what is left of 2.
-So a stop takes at most RATING_SHUTDOWN_GRACE_SECONDS + CLOSE_SECONDS, dependencies or not.
+So a stop takes at most RATING_SHUTDOWN_GRACE_SECONDS + CLOSE_SECONDS (and the interpreter's exit), dependencies
+or not.
 """
 
 import asyncio
