@@ -9,15 +9,22 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from schemas.correspondence_game import CorrespondenceGameFinished
 from schemas.game_finished import GameFinished
 from schemas.rating_changed import RatingChanged
+from schemas.rating_changed_v2 import RatingChangedV2
 from schemas.seed_record import SeedRecord
+from schemas.seed_record_cc import CcSeedRecord
 
 SCHEMA_DIR = Path(__file__).parent / "json"
 MODELS: dict[str, type[BaseModel]] = {
     "arena.game.finished.v1.schema.json": GameFinished,
     "arena.rating.changed.v1.schema.json": RatingChanged,
     "seed-record.schema.json": SeedRecord,
+    # Contract v2 (the other rating systems); version 1's files above are unchanged.
+    "arena.rating.changed.v2.schema.json": RatingChangedV2,
+    "arena.game.finished.v1.correspondence.schema.json": CorrespondenceGameFinished,
+    "seed-record.uscf-cc.schema.json": CcSeedRecord,
 }
 
 

@@ -5,28 +5,12 @@ import over a state)."""
 
 import json
 
+from tests.support.v2_examples import CONTRACT_USCF_CC
 from worker.engine.events_v2 import CcEvent, encode_cc, game_event, imported_event
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.uscf_cc import LOSS, WIN, CcGame, CcKind, CcRated, CcSeed, CcState, rate
 
 TRAINING = Points(1200)
-# The three lines of the contract's uscf-cc example, as published.
-CONTRACT = [
-    b'{"event_id":"import/alice/correspondence/1","system":"uscf-cc","game_id":null,"source_event_id":null,'
-    b'"player_id":"alice","opponent_id":null,"category":"correspondence","kind":"imported","score":null,'
-    b'"rating_before":null,"rating_after":1600.00,"display_before":1200,"display_after":1600,"delta":null,'
-    b'"seq":1,"state":{"rating":1600.00,"rated_games":40,"seq":1},"finished_at":null,"detail":{"k_factor":null}}',
-    b'{"event_id":"g1/alice","system":"uscf-cc","game_id":"g1","source_event_id":"ev-1","player_id":"alice",'
-    b'"opponent_id":"bob","category":"correspondence","kind":"rated_game","score":1,"rating_before":1600.00,'
-    b'"rating_after":1608.00,"display_before":1600,"display_after":1608,"delta":8.00,"seq":2,'
-    b'"state":{"rating":1608.00,"rated_games":41,"seq":2},"finished_at":"2026-11-29T12:00:00Z",'
-    b'"detail":{"k_factor":16}}',
-    b'{"event_id":"g1/bob","system":"uscf-cc","game_id":"g1","source_event_id":"ev-1","player_id":"bob",'
-    b'"opponent_id":"alice","category":"correspondence","kind":"rated_game","score":0,"rating_before":1400.00,'
-    b'"rating_after":1381.82,"display_before":1400,"display_after":1382,"delta":-18.18,"seq":2,'
-    b'"state":{"rating":1381.82,"rated_games":11,"seq":2},"finished_at":"2026-11-29T12:00:00Z",'
-    b'"detail":{"k_factor":null}}',
-]
 
 
 def test_the_contracts_example_42_byte_for_byte() -> None:
@@ -39,7 +23,7 @@ def test_the_contracts_example_42_byte_for_byte() -> None:
     args = ("g1", "ev-1", "2026-11-29T12:00:00Z")
     white = game_event(*args, "alice", "bob", WIN, alice, rated.white, TRAINING)
     black = game_event(*args, "bob", "alice", LOSS, bob, rated.black, TRAINING)
-    assert [encode_cc(imported), encode_cc(white), encode_cc(black)] == CONTRACT
+    assert [encode_cc(imported), encode_cc(white), encode_cc(black)] == CONTRACT_USCF_CC
     assert (white.key, black.key) == ("alice/correspondence", "bob/correspondence")
 
 
