@@ -11,11 +11,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.rating_changed import Score
+from schemas.rating_changed import GAME_FIELDS, Score
 from schemas.types import Id, Timestamp, TwoDecimals
 
 CcKind = Literal["rated_game", "first_rating", "game_credit", "forfeit_win", "imported"]
-GAME_FIELDS = ("game_id", "source_event_id", "opponent_id", "score", "finished_at")
 # kind -> (rating_before set, delta set, k_factor may be set, game fields set); None = "if a number"
 _CC_FIELDS: dict[str, tuple[bool | None, bool | None, bool, bool]] = {
     "rated_game": (True, True, True, True),
