@@ -47,7 +47,7 @@ from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN, RatingState
 from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
-from worker.settings import KEY_PATTERN_CHARS, WorkerSettings
+from worker.settings import KEY_PATTERN_CHARS, SYSTEM_NAMES, WorkerSettings
 from worker.store import keys, records
 from worker.store.state_codec import encode_state
 from worker.stream.retry import REDIS_CONNECT, retrying
@@ -125,6 +125,12 @@ def check_prefix(prefix: str, live: str) -> None:
             f"the rebuild prefix {prefix!r} overlaps RATING_REDIS_KEY_PREFIX {live!r}: one is the start of the other, "
             "so the rebuild's keys and the live ones could mix"
         )
+    for system, names in SYSTEM_NAMES.items():  # `--force` would clear another deployment's store
+        theirs = names.redis_key_prefix
+        if prefix.startswith(theirs) or theirs.startswith(prefix):
+            raise ValueError(
+                f"the rebuild prefix {prefix!r} overlaps the key prefix {theirs!r} of the rating system {system}"
+            )
 
 
 async def rebuild(
@@ -140,6 +146,8 @@ async def rebuild(
     redis = make_redis(settings)
     try:
         await retrying(REDIS_CONNECT, redis.ping)
+        # Whose prefix it is, before anything under it is listed or cleared.
+        await own_prefix(redis, prefix, settings.system, write=False)
         found = await matching_keys(redis, f"{prefix}*")
         if found and not force:
             report.refused = True

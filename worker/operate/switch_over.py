@@ -40,6 +40,7 @@ from worker.rules.categories import Category
 from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN, RatingState
 from worker.service.connections import close_quietly, make_redis
+from worker.service.owner import own_prefix
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
 from worker.store import keys, records
@@ -71,6 +72,9 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
     redis = make_redis(settings)
     try:
         await retrying(REDIS_CONNECT, redis.ping)
+        # Both prefixes this deployment's, before anything is read or imported.
+        await own_prefix(redis, prefix, settings.system, write=False)
+        await own_prefix(redis, settings.redis_key_prefix, settings.system, write=True)
         ends = await _rebuild_ends(redis, prefix, settings.topic_games)
         await _wait_for_workers(redis, settings, ends, say)
         rebuilt_keys = await rating_keys(redis, prefix)

@@ -43,7 +43,9 @@ async def test_the_first_write_records_the_system_and_the_prefix_of_another_stop
 
     r.set("rating:system", "uscf-cc")  # as if a uscf-cc deployment had been given this prefix
     before = {k: r.dump(k) for k in r.scan_iter("*")}
-    for command in (("import", str(SEED), "--force"), ("restore", "--force"), ("erase", "p00000"), ("run",)):
+    commands = [("import", str(SEED), "--force"), ("restore", "--force"), ("erase", "p00000"), ("run",)]
+    commands += [("switch-over",), ("records", "compact")]
+    for command in commands:
         done = run(stack, *command)
         assert (done.returncode, done.stderr) == (2, REFUSED), command
     assert {k: r.dump(k) for k in r.scan_iter("*")} == before  # nothing written
@@ -62,3 +64,18 @@ async def test_a_prefix_with_keys_but_no_owner_is_the_arenas(stack: Stack) -> No
     assert r.get("rating:system") is None
     assert stack.import_seed(SEED).returncode == 0
     assert r.get("rating:system") == b"arena"
+
+
+async def test_rebuild_never_clears_a_prefix_it_does_not_own(stack: Stack) -> None:
+    await stack.create_topics(games=1, ratings=2)
+    r = stack.redis_client()
+    r.set("rebuilt:system", "uscf-cc")
+    r.set("rebuilt:s:p1/correspondence", b"another system's state")
+    done = run(stack, "rebuild", "--prefix", "rebuilt:", "--force", "--seed", str(SEED))
+    assert done.returncode == 2
+    assert "RATING_REDIS_KEY_PREFIX=rebuilt: belongs to the rating system uscf-cc" in done.stderr
+    assert r.get("rebuilt:s:p1/correspondence") == b"another system's state"  # nothing cleared
+    # Another system's default prefix is refused before Redis is even asked.
+    done = run(stack, "rebuild", "--prefix", "rating-uscf-cc:", "--force", "--seed", str(SEED))
+    assert done.returncode == 2
+    assert "overlaps the key prefix 'rating-uscf-cc:' of the rating system uscf-cc" in done.stderr
