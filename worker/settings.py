@@ -104,8 +104,16 @@ def name_problems(system: str, names: SystemNames) -> list[str]:
                     problems.append(f"RATING_REDIS_KEY_PREFIX={value} {what} the key prefix of the system {other}")
             elif value == getattr(theirs, field):
                 problems.append(f"RATING_{field.upper()}={value} is the {_WHAT[field]} of the system {other}")
-        if field in ("topic_ratings", "topic_dead_letters") and value == TORNELO_EXTRA["topic"] and system != "tornelo":
-            problems.append(f"RATING_{field.upper()}={value} is the tournament topic of the system tornelo")
+        if field in ("topic_ratings", "topic_dead_letters"):
+            # What this deployment writes must not land in a topic another system reads or writes.
+            for other, theirs in SYSTEM_NAMES.items():
+                for role, topic in (("input", theirs.topic_games), ("output", theirs.topic_ratings)):
+                    if other != system and value == topic and (field, role) != ("topic_ratings", "output"):
+                        problems.append(f"RATING_{field.upper()}={value} is the {role} topic of the system {other}")
+                if other != system and field == "topic_ratings" and value == theirs.topic_dead_letters:
+                    problems.append(f"RATING_TOPIC_RATINGS={value} is the dead-letter topic of the system {other}")
+            if value == TORNELO_EXTRA["topic"] and system != "tornelo":
+                problems.append(f"RATING_{field.upper()}={value} is the tournament topic of the system tornelo")
         if field == "kafka_group_id" and value == TORNELO_EXTRA["group"] and system != "tornelo":
             problems.append(f"RATING_KAFKA_GROUP_ID={value} is the close group of the system tornelo")
     if system == "uscf-cc" and names.topic_games == SYSTEM_NAMES["arena"].topic_games:

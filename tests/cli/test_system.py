@@ -82,6 +82,11 @@ def test_a_given_name_of_its_own_stands() -> None:
         ("arena", "RATING_KAFKA_GROUP_ID", "rating-worker-uscf-cc", "is the consumer group of the system uscf-cc"),
         ("arena", "RATING_KAFKA_GROUP_ID", "rating-worker-tornelo-close", "is the close group of the system tornelo"),
         ("arena", "RATING_REDIS_KEY_PREFIX", "rating-fide:", "is the key prefix of the system fide"),
+        # Across roles: what a deployment writes never lands in a topic another system reads or writes.
+        ("arena", "RATING_TOPIC_DEAD_LETTERS", "arena.rating.changed.v2.uscf-cc", "is the output topic of"),
+        ("arena", "RATING_TOPIC_RATINGS", "arena.game.finished.v1.correspondence", "is the input topic of"),
+        ("arena", "RATING_TOPIC_RATINGS", "arena.game.finished.v1.dlq.fide", "is the dead-letter topic of"),
+        ("uscf-cc", "RATING_TOPIC_RATINGS", "arena.game.finished.v1", "is the input topic of the system arena"),
     ],
 )
 def test_another_systems_name_is_refused_at_start_with_one_line(
