@@ -76,8 +76,6 @@ class _Formatter(argparse.HelpFormatter):
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
-        if "help" in kwargs and "description" not in kwargs:  # a subcommand: its one line, on its own --help too
-            kwargs["description"] = kwargs["help"][0].upper() + kwargs["help"][1:] + "."
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
@@ -247,7 +245,9 @@ def cmd_replay_dead_letters(args: argparse.Namespace) -> int:
         raise UsageError(f"--to-offset {args.to_offset} is below --from-offset {args.from_offset}")
     settings = _worker_settings()
     configure_logging(settings.log_level)
-    selection = Selection(frozenset(args.kind or ()), args.partition, args.from_offset, args.to_offset)
+    selection = Selection(
+        frozenset(args.kind or ()), args.partition, args.from_offset, args.to_offset, args.include_replayed
+    )
     report = _one_shot(settings, lambda: replay_dead_letters(settings, selection, args.apply))
     for kind, n in sorted(report.selected.items()):
         print(f"{kind}: {n}")
@@ -260,9 +260,14 @@ def cmd_replay_dead_letters(args: argparse.Namespace) -> int:
         if args.apply
         else f"dry run: {replayable} would be replayed to {settings.topic_games} (add --apply)"
     )
+    left_out = (
+        f"; {report.replayed_before} parked again after a replay left out (--include-replayed)"
+        if report.replayed_before
+        else ""
+    )
     print(
         f"replay-dead-letters: {report.read} dead letters read, {selected} selected; {done}"
-        f" ({report.from_source} from the original record, {len(report.unrecoverable)} unrecoverable)",
+        f" ({report.from_source} from the original record, {len(report.unrecoverable)} unrecoverable){left_out}",
         file=sys.stderr,
     )
     return FAILED if report.unrecoverable else 0
@@ -270,7 +275,7 @@ def cmd_replay_dead_letters(args: argparse.Namespace) -> int:
 
 def cmd_erase(args: argparse.Namespace) -> int:
     from schemas.types import ID_PATTERN  # noqa: PLC0415
-    from worker.operate.erase import EraseRefused, erase  # noqa: PLC0415
+    from worker.operate.erase import EraseIncomplete, EraseRefused, erase  # noqa: PLC0415
     from worker.service.logs import configure_logging  # noqa: PLC0415
 
     if not re.fullmatch(ID_PATTERN, args.player_id):
@@ -282,6 +287,9 @@ def cmd_erase(args: argparse.Namespace) -> int:
         erased = _one_shot(settings, lambda: erase(settings, args.player_id, categories, args.force))
     except EraseRefused as e:
         print(f"erase: refused, nothing erased: {e}", file=sys.stderr)
+        return FAILED
+    except EraseIncomplete as e:
+        print(f"erase: incomplete: {e}", file=sys.stderr)
         return FAILED
     had = ", ".join(erased.had_state) or "none"
     print(
@@ -576,6 +584,11 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--from-offset", type=_whole(0), default=0, help="first offset selected (default: 0)")
     replay.add_argument("--to-offset", type=_whole(0), help="last offset selected, inclusive (default: the end)")
     replay.add_argument("--apply", action="store_true", help="publish them (default: count them, publish nothing)")
+    replay.add_argument(
+        "--include-replayed",
+        action="store_true",
+        help="also records parked again after an earlier replay (their first dead letter is selected anyway)",
+    )
     replay.set_defaults(func=cmd_replay_dead_letters)
 
     erase = commands.add_parser(
@@ -617,6 +630,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="exit 1 listing stale pages and ConfigMap differences, write nothing"
     )
     docs.set_defaults(func=cmd_docs)
+    # A subcommand's one line, on its own --help too (add_parser keeps `help` for the list only).
+    for choice in commands._choices_actions:
+        sub = commands.choices[choice.dest]
+        if sub.description is None and choice.help:
+            sub.description = choice.help[0].upper() + choice.help[1:] + "."
     return parser
 
 

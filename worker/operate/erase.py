@@ -30,7 +30,7 @@ from worker.service.connections import close_quietly, kafka_options, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys
-from worker.stream.retry import KAFKA_CONNECT, KAFKA_PUBLISH, REDIS_COMMAND, retrying
+from worker.stream.retry import KAFKA_CONNECT, KAFKA_PUBLISH, REDIS_COMMAND, Unreachable, retrying
 
 # ARGV: prefix, token, lease ms, force (0/1), ratings... Returns {"ok", erased...} (the ratings
 # that had a state), or {"untrusted", reason}, {"leased", rating} or {"pending", rating, events}.
@@ -68,6 +68,10 @@ class EraseRefused(Exception):
     """Nothing was erased: the reason, in one line."""
 
 
+class EraseIncomplete(Exception):
+    """The states were deleted, the tombstones not published: the same erase must run again."""
+
+
 @dataclass(frozen=True)
 class Erased:
     ratings: list[str]  # every rating tombstoned
@@ -83,9 +87,14 @@ async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[C
     prefix = settings.redis_key_prefix
     token = f"erase-{uuid.uuid4().hex}"
     redis = make_redis(settings)
+    # Connected before anything is deleted: the tombstones go out right after the delete.
+    producer = AIOKafkaProducer(**kafka_options(settings), acks="all", enable_idempotence=False)
     try:
         await own_prefix(redis, prefix, settings.system, write=True)
-        lease_ms = int(settings.publication_lease_seconds * 1000)
+        await retrying(KAFKA_CONNECT, producer.start)
+        # The leases outlast the publication's retries, so no worker publishes his ratings
+        # before the tombstones (a crash of this command frees them when they expire).
+        lease_ms = int((settings.publication_lease_seconds + 2 * settings.command_retry_seconds) * 1000)
         answer = await _script(redis, _TAKE_AND_DELETE, prefix, token, lease_ms, int(force), *ratings)
         verdict, *rest = [item.decode() if isinstance(item, bytes) else str(item) for item in answer]
         if verdict == "untrusted":
@@ -99,12 +108,16 @@ async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[C
                 "or --force to drop them)"
             )
         try:
-            await _tombstones(settings, ratings)
+            await _tombstones(settings, producer, ratings)
+        except Unreachable as e:
+            raise EraseIncomplete(
+                f"his states are deleted but the tombstones are NOT published ({e}): run the same erase again"
+            ) from None
         finally:
             await _script(redis, _RELEASE, prefix, token, *ratings)
         return Erased(ratings, rest)
     finally:
-        await close_quietly(redis.aclose())
+        await close_quietly(producer.stop(), redis.aclose())
 
 
 async def _script(redis: Redis, source: str, *args: str | int) -> list[object]:
@@ -115,18 +128,13 @@ async def _script(redis: Redis, source: str, *args: str | int) -> list[object]:
     return await retrying(REDIS_COMMAND, run)
 
 
-async def _tombstones(settings: WorkerSettings, ratings: Sequence[str]) -> None:
+async def _tombstones(settings: WorkerSettings, producer: AIOKafkaProducer, ratings: Sequence[str]) -> None:
     """A null value on each rating's key, acknowledged (`acks=all`); partitioned by the key, as
     the worker's events are (murmur2, every Kafka client's default)."""
-    producer = AIOKafkaProducer(**kafka_options(settings), acks="all", enable_idempotence=False)
-    try:
-        await retrying(KAFKA_CONNECT, producer.start)
 
-        async def send() -> None:
-            sent = [await producer.send(settings.topic_ratings, None, key=rating.encode()) for rating in ratings]
-            for future in sent:
-                await future
+    async def send() -> None:
+        sent = [await producer.send(settings.topic_ratings, None, key=rating.encode()) for rating in ratings]
+        for future in sent:
+            await future
 
-        await retrying(KAFKA_PUBLISH, send)
-    finally:
-        await close_quietly(producer.stop())
+    await retrying(KAFKA_PUBLISH, send)
