@@ -37,6 +37,7 @@ def test_every_command_and_option_says_what_it_is_and_its_default() -> None:
     formatter = _Formatter("rating-worker")
     for name, sub in subcommands().items():
         assert described[name], f"{name} has no one-line description"
+        assert sub.description, f"{name} --help shows no description"
         for action in sub._actions:
             if isinstance(action, argparse._HelpAction):
                 continue

@@ -18,7 +18,10 @@ input topic (`RATING_TOPIC_GAMES`), acknowledged by every in-sync replica, as th
 A replayed game goes through the worker's normal path: a game already applied is a duplicate
 and changes nothing, a game still bad is dead-lettered again, and a game now good is applied
 once, after the games that reached the input topic before it. A replay cut short (an outage,
-SIGTERM) can be run again: what it replayed already is a duplicate the second time.
+SIGTERM) can be run again: what it replayed already is a duplicate the second time. A record
+dead-lettered again after a replay (its headers hold `replayed.from`) is left out of the next
+replays unless asked for (`--include-replayed`): its first dead letter is still selected, so
+replaying both would put it on the input topic twice each time.
 """
 
 from collections import Counter
@@ -47,6 +50,7 @@ class Selection:
     partition: int | None = None
     from_offset: int = 0
     to_offset: int | None = None
+    include_replayed: bool = False  # also the letters of records parked again after a replay
 
     def selects(self, partition: int, offset: int, kind: str) -> bool:
         return (
@@ -75,6 +79,7 @@ class Report:
     from_source: int = 0  # replayed from the input topic's original record
     unrecoverable: list[str] = field(default_factory=list)  # cut dead letters whose original is gone
     replayed: int = 0  # produced (with --apply)
+    replayed_before: int = 0  # left out: parked again after an earlier replay (see Selection)
 
 
 def split_headers(headers: Sequence[tuple[str, bytes]]) -> tuple[Headers, dict[str, bytes]]:
@@ -103,6 +108,9 @@ async def replay_dead_letters(settings: WorkerSettings, selection: Selection, ap
             original, errors = split_headers(record.headers or ())
             kind = errors.get("error.kind", b"").decode(errors="replace") or "(no error.kind)"
             if not selection.selects(record.partition, record.offset, kind):
+                continue
+            if not selection.include_replayed and any(name == REPLAYED_FROM for name, _ in original):
+                report.replayed_before += 1  # parked again after a replay: its first letter is selected too
                 continue
             report.selected[kind] += 1
             where = f"{record.topic}/{record.partition}/{record.offset}"
