@@ -73,6 +73,8 @@ class CcRatingChanged(BaseModel):
             problems.append("rating_before")
         if self.rating_after != self.state.rating:
             problems.append("rating_after (differs from state.rating)")
+        if self.rating_after is None and self.kind != "imported":  # only a switch-over's unrated rating
+            problems.append("rating_after")
         both = self.rating_before is not None and self.rating_after is not None
         expected_delta = self.rating_after - self.rating_before if both else None  # type: ignore[operator]
         if self.delta != expected_delta or (delta is not None and (self.delta is not None) != delta):

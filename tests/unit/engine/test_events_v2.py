@@ -66,10 +66,10 @@ def test_one_golden_event_per_kind_written_from_the_contract() -> None:
         event(CcKind.FORFEIT_WIN, 209500, 209765, 40, 16): head + '"kind":"forfeit_win","score":1,'
         '"rating_before":2095.00,"rating_after":2097.65,"display_before":2095,"display_after":2098,"delta":2.65,'
         '"seq":5,"state":{"rating":2097.65,"rated_games":40,"seq":5},' + tail + '"detail":{"k_factor":16}}',
-        # a draw's score, and a display of a rating at .50: upwards.
-        event(CcKind.RATED_GAME, 215000, 215002, 41, 12, score=Hundredths(50)): head + '"kind":"rated_game",'
-        '"score":0.5,"rating_before":2150.00,"rating_after":2150.02,"display_before":2150,"display_after":2150,'
-        '"delta":0.02,"seq":5,"state":{"rating":2150.02,"rated_games":41,"seq":5},'
+        # a draw's score, and displays of ratings at .50: upwards (2149.50 -> 2150, 2150.50 -> 2151).
+        event(CcKind.RATED_GAME, 214950, 215050, 41, 12, score=Hundredths(50)): head + '"kind":"rated_game",'
+        '"score":0.5,"rating_before":2149.50,"rating_after":2150.50,"display_before":2150,"display_after":2151,'
+        '"delta":1.00,"seq":5,"state":{"rating":2150.50,"rated_games":41,"seq":5},'
         + tail
         + '"detail":{"k_factor":12}}',
     }

@@ -44,6 +44,18 @@ def test_the_contracts_example_events_validate() -> None:
         ),
         (0, {"game_id": "g1"}, "game fields"),
         (0, {"seq": 2}, "seq (differs from state.seq)"),
+        (
+            1,
+            {
+                "kind": "first_rating",
+                "rating_before": None,
+                "delta": None,
+                "rating_after": None,
+                "detail": {"k_factor": None},
+                "state": {"rating": None, "rated_games": 1, "seq": 2},
+            },
+            "rating_after",
+        ),
     ],
 )
 def test_fields_that_do_not_match_the_kind_are_refused(index: int, changes: dict[str, Any], problem: str) -> None:
