@@ -8,6 +8,7 @@ live stream of generated games and shows what happens, until Ctrl-C (or --durati
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -158,6 +159,13 @@ def _render(
 async def demo(players: int, rate: float, workers: int, duration: float | None) -> int:
     """The demo until Ctrl-C or `duration`; its temporary folders (worker logs, Redis's files) are
     removed at exit, unless a worker failed (its log is kept, and named)."""
+    # The embedded default is the arena's, whatever the shell says: its workers get no RATING_*
+    # variable but those it sets (worker_env), and its own settings must name the same things.
+    ignored = sorted(k for k in os.environ if k.startswith("RATING_"))
+    for name in ignored:
+        del os.environ[name]
+    if ignored:
+        print(f"demo: ignoring {', '.join(ignored)} (the demo runs the arena's defaults)", file=sys.stderr)
     broker, redis = Broker().start(), RedisServer().start()
     processes: list[subprocess.Popen[bytes]] = []
     tmp = Path(tempfile.mkdtemp(prefix="rating-demo-"))

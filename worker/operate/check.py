@@ -24,6 +24,7 @@ script that touches no key.
 """
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -143,13 +144,19 @@ async def check_redis(settings: WorkerSettings) -> list[Finding]:
             return [Finding("failed", "redis", f"unreachable: {e}")]
         except ResponseError as e:  # for instance PING refused to the user
             return [Finding("failed", "redis", f"refused PING ({e})")]
-        return [
-            Finding("ok", "redis", "answers"),
-            await _prefix(settings, redis),
-            await _lua(redis),
-            await _eviction(redis),
-            await _durability(settings, redis),
+        findings = [Finding("ok", "redis", "answers")]
+        steps: list[Callable[[], Awaitable[Finding]]] = [
+            lambda: _prefix(settings, redis),
+            lambda: _lua(redis),
+            lambda: _eviction(redis),
+            lambda: _durability(settings, redis),
         ]
+        try:
+            for step in steps:
+                findings.append(await step())
+        except Unreachable as e:  # it went away after PING: what was checked stands
+            findings.append(Finding("failed", "redis checks", f"Redis became unreachable: {e}"))
+        return findings
     finally:
         await close_quietly(redis.aclose())
 
