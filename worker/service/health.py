@@ -6,7 +6,8 @@
   readiness that waited for partitions would stall the rollout for good.
 - `/livez` is 503 when the event loop was blocked (it also cannot answer at all while it is
   blocked, which the probe's timeout counts as a failure), or when a partition has had records
-  waiting with no commit for RATING_STALL_SECONDS **while Kafka and Redis answer** (counted
+  waiting with no commit for RATING_STALL_SECONDS **while Kafka and Redis answer** (their
+  pings, and no call of the worker to them failing and being retried; counted
   from the later of its oldest waiting record first seen and its last commit): an outage of a
   dependency makes the pods unready, never restarts them all. The same stall is exported per
   partition (`rating_partition_stall_seconds`), so the alert on it and the probe agree.
@@ -21,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from worker.stream import retry
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +121,11 @@ async def watch_dependencies(
 ) -> None:
     """Ping Kafka and Redis, and sample the event loop's lag, every CHECK_INTERVAL."""
     while True:
-        health.answered(await _answers(kafka), await _answers(redis), time.monotonic())
+        # A dependency is away when its ping fails, or while the worker's own calls to it keep
+        # failing (a broker answering metadata but refusing every produce request).
+        kafka_ok = await _answers(kafka) and not retry.failing("kafka")
+        redis_ok = await _answers(redis) and not retry.failing("redis")
+        health.answered(kafka_ok, redis_ok, time.monotonic())
         before = time.monotonic()
         await asyncio.sleep(CHECK_INTERVAL)
         health.loop_lag = max(0.0, time.monotonic() - before - CHECK_INTERVAL)

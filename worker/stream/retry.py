@@ -150,12 +150,32 @@ def where(dependency: str) -> str:
     return _policy.get().where.get(dependency, dependency)
 
 
+# Dependency -> the retry loops of this process failing on it right now (worker.service.health
+# counts a dependency whose calls keep failing as away, even when its ping answers: a broker
+# that answers metadata but refuses every produce request is away for this worker).
+_failing: dict[str, int] = {"kafka": 0, "redis": 0}
+
+
+def failing(dependency: str) -> bool:
+    """Whether a retried call to `dependency` is failing now (until it goes through or gives up)."""
+    return _failing.get(dependency, 0) > 0
+
+
 async def retrying(operation: Operation, attempt: Callable[..., Awaitable[T]], *args: Any) -> T:
     """`await attempt(*args)`, again and again until it does not fail with a transient error.
 
     Raises `Unreachable` when the policy's budget runs out, and any error that waiting cannot
-    cure at once (a non-retriable Kafka error, a bug).
+    cure at once (a non-retriable Kafka error, a bug). While it retries, `failing(dependency)`.
     """
+    counted: list[bool] = []  # one entry once this loop counts in `_failing`
+    try:
+        return await _retrying(operation, counted, attempt, *args)
+    finally:
+        if counted:
+            _failing[operation.dependency] -= 1
+
+
+async def _retrying(operation: Operation, counted: list[bool], attempt: Callable[..., Awaitable[T]], *args: Any) -> T:
     current = _policy.get()
     delay = FIRST_DELAY
     failures = 0
@@ -169,6 +189,8 @@ async def retrying(operation: Operation, attempt: Callable[..., Awaitable[T]], *
             now = time.monotonic()
             if failures == 0:
                 first_failure = now
+                _failing[operation.dependency] = _failing.get(operation.dependency, 0) + 1
+                counted.append(True)
             failures += 1
             metrics.RETRIES.labels(operation.label, operation.dependency).inc()
             if isinstance(e, StoreUntrusted):

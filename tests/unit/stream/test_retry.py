@@ -156,3 +156,22 @@ def test_the_workers_operations_have_distinct_labels_and_known_dependencies() ->
     labels = [op.label for op in retry.OPERATIONS]
     assert len(set(labels)) == len(labels)
     assert {op.dependency for op in retry.OPERATIONS} == {"kafka", "redis"}
+
+
+async def test_a_dependency_is_failing_while_a_call_to_it_keeps_failing_and_not_after() -> None:
+    seen: list[tuple[bool, bool]] = []
+
+    async def attempt() -> str:
+        seen.append((retry.failing("redis"), retry.failing("kafka")))
+        if len(seen) <= 2:
+            raise redis.exceptions.ConnectionError("away")
+        return "done"
+
+    assert not retry.failing("redis")
+    assert await retrying(REDIS_OP, attempt) == "done"
+    assert seen == [(False, False), (True, False), (True, False)]  # from the first failure on, Redis only
+    assert not retry.failing("redis")
+    # Also when the loop ends without success: given up, or a bug raised.
+    with retry.policy(0.01, {}), pytest.raises(Unreachable):
+        await retrying(REDIS_OP, Flaky(redis.exceptions.ConnectionError("away"), 10**6))
+    assert not retry.failing("redis")
