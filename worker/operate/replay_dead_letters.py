@@ -24,6 +24,7 @@ replays unless asked for (`--include-replayed`): its first dead letter is still 
 replaying both would put it on the input topic twice each time.
 """
 
+import asyncio
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from worker.stream.dead_letters import ERROR_HEADERS, TRUNCATED_HEADER
 from worker.stream.retry import KAFKA_CONNECT, KAFKA_PUBLISH, KAFKA_READ, retrying
 
 REPLAYED_FROM = "replayed.from"
+CHUNK = 500  # records produced per round trip
 CUT_KIND = "too_large"  # its value is cut to RATING_MAX_MESSAGE_BYTES in the dead letter
 
 Headers = list[tuple[str, bytes]]
@@ -192,13 +194,23 @@ async def _produce(settings: WorkerSettings, replays: list[Replay]) -> int:
     )
     try:
         await retrying(KAFKA_CONNECT, producer.start)
-        for replay in replays:
-            headers = [*replay.headers, (REPLAYED_FROM, replay.letter.encode())]
+        for start in range(0, len(replays), CHUNK):
+            chunk = replays[start : start + CHUNK]
 
-            async def send(replay: Replay = replay, headers: Headers = headers) -> None:
-                await (await producer.send(settings.topic_games, replay.value, key=replay.key, headers=headers))
+            async def send(chunk: list[Replay] = chunk) -> None:
+                sent = [
+                    await producer.send(
+                        settings.topic_games,
+                        replay.value,
+                        key=replay.key,
+                        headers=[*replay.headers, (REPLAYED_FROM, replay.letter.encode())],
+                    )
+                    for replay in chunk
+                ]
+                await asyncio.gather(*sent)
 
-            # One at a time, each acknowledged: a replay cut short knows what it produced.
+            # A chunk per round trip, acknowledged whole before the next; a chunk retried after a
+            # failure may send some of its records twice (a game twice is a duplicate).
             await retrying(KAFKA_PUBLISH, send)
         return len(replays)
     finally:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from schemas.correspondence_game import CorrespondenceGameFinished
+from tests.support.contract import VALID_GAME
 from worker.engine.decoder import BadInput, ErrorKind, decode_as, decode_game
 from worker.engine.engine import facts_digest
 from worker.rules.uscf_cc import DRAW, WIN, CcGame, duplicate_facts, game_of
@@ -18,18 +19,13 @@ MAX = 65536
 
 
 def game(**changes: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "event_id": "e1",
-        "game_id": "g1",
-        "finished_at": "2026-11-01T09:00:00Z",
-        "rated": True,
+    """The contract's valid game as a forfeit, varied field by field."""
+    return {
+        **VALID_GAME,
         "time_control": {"base_seconds": 259200, "increment_seconds": 0},
-        "white_id": "alice",
-        "black_id": "bob",
-        "result": "1-0",
         "termination": "forfeit",
+        **changes,
     }
-    return {**base, **changes}
 
 
 def decode(value: dict[str, Any]) -> CorrespondenceGameFinished:
