@@ -19,10 +19,10 @@ from worker.engine.seed_rows import SeedFileError
 from worker.replay.progress import Progress
 from worker.replay.replay import replay
 from worker.replay.seed_file import read_seed_file
-from worker.rules.arena import ArenaRules
-from worker.rules.categories import Category
 from worker.rules.hundredths import Points
-from worker.settings import BUILT_SYSTEMS, RulesSettings
+from worker.rules.system import SeedRow
+from worker.rules.systems import RULES
+from worker.settings import RulesSettings
 
 if TYPE_CHECKING:
     from worker.settings import WorkerSettings
@@ -132,16 +132,20 @@ def _rules_settings(training_rating: int | None) -> RulesSettings:
             settings = RulesSettings.model_validate({**settings.model_dump(), "training_rating": training_rating})
     except ValidationError as e:
         raise _settings_error(e) from None
-    _built(settings)
     return settings
+
+
+def _seed_rows(settings: RulesSettings, path: Path) -> list[SeedRow]:
+    """The rows of a seeding file of the deployment's system, or a one-line usage error."""
+    try:
+        return read_seed_file(path, RULES[settings.system])
+    except SeedFileError as e:
+        raise UsageError(str(e)) from None
 
 
 def cmd_rate(args: argparse.Namespace) -> int:
     settings = _rules_settings(args.training_rating)
-    try:
-        seeds = read_seed_file(args.seed) if args.seed else []
-    except SeedFileError as e:
-        raise UsageError(str(e)) from None
+    seeds = _seed_rows(settings, args.seed) if args.seed else []
     with ExitStack() as files:
         try:
             games = sys.stdin.buffer if args.games == "-" else files.enter_context(open(args.games, "rb"))
@@ -154,7 +158,7 @@ def cmd_rate(args: argparse.Namespace) -> int:
             raise UsageError(f"{e.filename}: cannot write: {e.strerror}") from None
         total = Path(args.games).stat().st_size if args.games != "-" else None
         progress = Progress(sys.stderr, total) if sys.stderr.isatty() else None
-        engine = Engine(ArenaRules(), Points(settings.training_rating))
+        engine = Engine(RULES[settings.system], Points(settings.training_rating))
         started = time.perf_counter()
         counts, store = asyncio.run(replay(engine, seeds, games, out, dlq, settings.max_message_bytes, progress))
         if progress is not None:
@@ -163,8 +167,8 @@ def cmd_rate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _worker_settings(any_system: bool = False) -> "WorkerSettings":
-    """The settings; unless `any_system`, only for a system this release runs (`_built`)."""
+def _worker_settings() -> "WorkerSettings":
+    """The settings, checked whole: a wrong one stops the command with one line."""
     from worker.settings import WorkerSettings  # noqa: PLC0415
 
     secrets_dir = os.environ.get("RATING_SECRETS_DIR")
@@ -174,18 +178,7 @@ def _worker_settings(any_system: bool = False) -> "WorkerSettings":
         settings = WorkerSettings(_secrets_dir=secrets_dir)
     except ValidationError as e:
         raise _settings_error(e) from None
-    if not any_system:
-        _built(settings)
     return settings
-
-
-def _built(settings: RulesSettings) -> None:
-    """Refuse a system whose engine is not built yet: it would run the arena's rules and contract."""
-    if settings.system not in BUILT_SYSTEMS:
-        raise UsageError(
-            f"setting RATING_SYSTEM: {settings.system} is not built yet in this release (its rules are, not its "
-            "input, events or commands); only `rating-worker config` takes it"
-        )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -207,10 +200,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
-    try:
-        rows = read_seed_file(args.seed)
-    except SeedFileError as e:
-        raise UsageError(str(e)) from None
+    rows = _seed_rows(settings, args.seed)
     counts, refused = _one_shot(settings, lambda: import_ratings(settings, rows, args.force))
     for rating in refused:
         print(f"refused: {rating} already has state (use --force to overwrite it)", file=sys.stderr)
@@ -280,8 +270,11 @@ def cmd_erase(args: argparse.Namespace) -> int:
 
     if not re.fullmatch(ID_PATTERN, args.player_id):
         raise UsageError(f"{args.player_id!r} is not a player id (letters, digits, '_', '.', '-'; at most 128)")
-    categories = [Category(args.category)] if args.category else list(Category)
     settings = _worker_settings()
+    system = RULES[settings.system].categories
+    if args.category is not None and args.category not in system:
+        raise UsageError(f"--category {args.category}: {settings.system} rates {', '.join(system)} only")
+    categories = [args.category] if args.category else list(system)
     configure_logging(settings.log_level)
     try:
         erased = _one_shot(settings, lambda: erase(settings, args.player_id, categories, args.force))
@@ -303,7 +296,7 @@ def cmd_erase(args: argparse.Namespace) -> int:
 def cmd_config(args: argparse.Namespace) -> int:
     from worker.docs import effective_settings  # noqa: PLC0415
 
-    settings = _worker_settings(any_system=True)
+    settings = _worker_settings()
     print(f"# rating-worker {_version()}: the settings in effect (secrets masked; defaults commented out)")
     for line in effective_settings(settings):
         print(line)
@@ -365,10 +358,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
-    try:
-        seeds = read_seed_file(args.seed) if args.seed else []
-    except SeedFileError as e:
-        raise UsageError(str(e)) from None
+    seeds = _seed_rows(settings, args.seed) if args.seed else []
     try:
         check_prefix(args.prefix, settings.redis_key_prefix)
     except ValueError as e:
@@ -596,7 +586,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="forget a player (privacy request): delete his states and outboxes, publish tombstones for his keys",
     )
     erase.add_argument("player_id", metavar="PLAYER_ID", help="the player to forget")
-    erase.add_argument("--category", choices=[str(c) for c in Category], help="only this category (default: all three)")
+    erase.add_argument(
+        "--category",
+        choices=sorted({c for rules in RULES.values() for c in rules.categories}),
+        help="only this category, one of the system's (default: every category of the system)",
+    )
     erase.add_argument(
         "--force", action="store_true", help="also when events of his are not yet published (they are dropped)"
     )

@@ -245,6 +245,16 @@ def _values_text(values: LabelValues) -> str:
     return values if isinstance(values, str) else ", ".join(f"`{v}`" for v in values)
 
 
+def _system_values() -> list[str]:
+    from worker.rules.systems import RULES  # noqa: PLC0415
+
+    return [
+        f"- `{name}`: kinds {_values_text(tuple(rules.kinds))}; categories {_values_text(rules.categories)}; "
+        f"skip reasons {_values_text(tuple(rules.skips))}"
+        for name, rules in RULES.items()
+    ]
+
+
 def render_metrics() -> str:
     found, values = metrics_of(), label_values()
     rows = []
@@ -269,8 +279,16 @@ def render_metrics() -> str:
             "Served on `/metrics` at `RATING_METRICS_PORT` (9400 by default, see [configuration](configuration.md)),",
             "beside the health endpoints (see [operations](operations.md#health)). Every metric is defined in",
             "`worker/metrics.py`, with the values each label takes, taken from the code that produces them",
-            "(the rules' `Skip`, `Kind` and `Category`, the decoder's `ErrorKind`, the retry operations of",
-            "`worker/stream/retry.py`).",
+            "(each rating system's kinds, categories and skip reasons, the decoder's `ErrorKind`, the retry",
+            "operations of `worker/stream/retry.py`).",
+            "",
+            "Every series also carries the label `system`: the deployment's rating system (`RATING_SYSTEM`),",
+            "added as the series are served, so that the deployments of several systems side by side are told",
+            "apart (the alerts also tell them apart by their `job`, one per deployment). The values of `kind`,",
+            "`category` and `reason` below are those of every system; a deployment has the series of its own,",
+            "each at 0 from start-up:",
+            "",
+            *_system_values(),
             "",
             "| metric | type | labels and their values | meaning |",
             "|---|---|---|---|",

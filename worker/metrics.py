@@ -2,16 +2,26 @@
 
 docs/metrics.md is generated from this module (`rating-worker docs`; `--check` fails when the
 page is stale). Names follow Prometheus conventions: base units (seconds), `_total` for counters.
+
+Every series carries a `system` label, the deployment's rating system (RATING_SYSTEM): it is
+added as the metrics are served (`EXPOSED`), not kept in each metric, since one process runs one
+system. The series of a fixed label set are created at 0 for the deployment's system only
+(`prepare`): its kinds, categories and skip reasons; at import, the default system's (the arena's).
 """
 
+import contextlib
 import itertools
+from collections.abc import Iterator
+from typing import Any
 
-from prometheus_client import Counter, Gauge, Histogram, Info
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import REGISTRY, Collector
 
 from worker.engine.decoder import ErrorKind
-from worker.rules.categories import Category
-from worker.rules.system import Kind, Skip
+from worker.rules.system import Kind, RatingSystem, Skip
+from worker.rules.systems import RULES
 
 # The values of a label: a fixed set, or (a str) what any value is, for an open set.
 LabelValues = tuple[str, ...] | str
@@ -42,6 +52,7 @@ LATENCY_BUCKETS = (
 
 GAMES_CONSUMED = Counter("rating_games_consumed_total", "Input records consumed, bad ones included")
 GAMES_RATED = Counter("rating_games_rated_total", "Games that changed at least one rating (published an event)")
+# Of every system (`prepare` creates the series of the deployment's own).
 SKIP_REASONS: tuple[str, ...] = tuple(reason.value for reason in Skip)
 GAMES_SKIPPED = Counter(
     "rating_games_skipped_total",
@@ -56,7 +67,7 @@ DEAD_LETTER_FLOOD = Gauge(
     "rating_dead_letter_flood", "1 while more dead letters than RATING_DEAD_LETTER_ALARM_PER_MINUTE arrived in a minute"
 )
 CHANGE_KINDS: tuple[str, ...] = tuple(kind.value for kind in Kind)
-CATEGORIES: tuple[str, ...] = tuple(category.value for category in Category)
+CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(c for rules in RULES.values() for c in rules.categories))
 CHANGES_PUBLISHED = Counter(
     "rating_changes_published_total",
     "Rating changes published and acknowledged, first publications only",
@@ -146,15 +157,54 @@ LABEL_VALUES: dict[MetricWrapperBase, dict[str, LabelValues]] = {
 }
 
 
-def _create_every_series() -> None:
-    """Every series of a fixed label set exists at 0 from start-up: an alert on `increase()` or
-    `== 0` sees a counter that never moved, and the first increment is an increase it can see."""
+# The labels of the fixed label sets that depend on the rating system: (metric, label) -> the values
+# a system's rules give it.
+_BY_SYSTEM: dict[tuple[MetricWrapperBase, str], str] = {
+    (GAMES_SKIPPED, "reason"): "skips",
+    (CHANGES_PUBLISHED, "kind"): "kinds",
+    (CHANGES_PUBLISHED, "category"): "categories",
+}
+SYSTEM = ["arena"]  # the deployment's rating system, the value of every series' `system` label
+
+
+def prepare(rules: RatingSystem[Any]) -> None:
+    """Make the series of a fixed label set be those of `rules`' system, each at 0 from start-up
+    (an alert on `increase()` or `== 0` sees a counter that never moved, and the first increment
+    is an increase it can see), and label every series with the system."""
+    SYSTEM[0] = rules.name
     for metric, labels in LABEL_VALUES.items():
         values = list(labels.values())
         if metric is BUILD or not all(isinstance(v, tuple) for v in values):
             continue
+        names = list(labels)
+        own = [
+            tuple(str(v) for v in getattr(rules, _BY_SYSTEM[(metric, name)]))
+            if (metric, name) in _BY_SYSTEM
+            else labels[name]
+            for name in names
+        ]
+        wanted = set(itertools.product(*own))
         for combination in itertools.product(*values):
-            metric.labels(*combination)
+            if combination in wanted:
+                metric.labels(*combination)
+            else:
+                with contextlib.suppress(KeyError):  # another system's series, if it was created
+                    metric.remove(*combination)
 
 
-_create_every_series()
+class _WithSystem(Collector):
+    """Every sample of the default registry with the `system` label first."""
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in REGISTRY.collect():
+            labelled = Metric(metric.name, metric.documentation, metric.type, metric.unit)
+            labelled.samples = [s._replace(labels={"system": SYSTEM[0], **s.labels}) for s in metric.samples]
+            yield labelled
+
+
+# What /metrics serves (`worker.service.health`).
+EXPOSED = CollectorRegistry(auto_describe=False)
+EXPOSED.register(_WithSystem())
+
+
+prepare(RULES["arena"])

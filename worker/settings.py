@@ -52,7 +52,6 @@ def redis_address(url: str) -> str:
 KEY_PATTERN_CHARS = "*?[]\\"  # characters of a Redis key pattern (SCAN MATCH): never in a prefix
 
 System = Literal["arena", "uscf-cc"]
-BUILT_SYSTEMS: tuple[System, ...] = ("arena",)  # the others are refused by every command but `config`
 
 
 class SystemNames(NamedTuple):
@@ -141,7 +140,7 @@ class RulesSettings(BaseSettings):
         System,
         Field(
             description="The rating system of this deployment: `arena` (contract v1) or `uscf-cc` (US Chess "
-            "correspondence, contract v2; not built yet: every command but `config` refuses it). It sets the "
+            "correspondence, contract v2). It sets the "
             "defaults of `RATING_TOPIC_GAMES`, `RATING_TOPIC_RATINGS`, `RATING_TOPIC_DEAD_LETTERS`, "
             "`RATING_KAFKA_GROUP_ID` and `RATING_REDIS_KEY_PREFIX`; no deployment may use another system's output "
             "topic, dead-letter topic, group or key prefix.",

@@ -1,7 +1,6 @@
 """RATING_SYSTEM: one rating system per deployment (contract v2, "One system per deployment"): the
 names it sets by default, the names no deployment may take from another system (status 2, one
-line, before any connection), and the systems not built yet refused by every command but
-`config`."""
+line, before any connection)."""
 
 import os
 import subprocess
@@ -92,23 +91,11 @@ def test_a_given_name_of_its_own_stands() -> None:
 def test_another_systems_name_is_refused_at_start_with_one_line(
     system: str, variable: str, value: str, message: str
 ) -> None:
-    for command in (("config",), ("run",)) if system == "arena" else (("config",),):
+    for command in (("config",), ("run",)):
         done = run(*command, RATING_SYSTEM=system, **{variable: value})
         assert done.returncode == 2, (command, done.stderr)
         assert done.stderr.startswith(f"rating-worker: error: settings: {variable}={value} {message}")
         assert done.stderr.count("\n") == 1 and done.stdout == ""
-
-
-@pytest.mark.parametrize(
-    "command", [("run",), ("rate", "-"), ("import", "samples/seed.csv"), ("topics",), ("check",), ("restore",)]
-)
-def test_a_system_not_built_yet_is_refused_by_every_command_but_config(command: tuple[str, ...]) -> None:
-    done = run(*command, RATING_SYSTEM="uscf-cc")
-    assert done.returncode == 2
-    assert done.stderr == (
-        "rating-worker: error: setting RATING_SYSTEM: uscf-cc is not built yet in this release (its rules are, "
-        "not its input, events or commands); only `rating-worker config` takes it\n"
-    )
 
 
 def test_an_unknown_system_is_refused() -> None:

@@ -1,12 +1,14 @@
 """The series the alerts read: there from start-up at 0, and gone with a revoked partition."""
 
 from aiokafka import TopicPartition
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, generate_latest
 
 from worker import metrics
 from worker.engine.decoder import ErrorKind
+from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
-from worker.rules.system import Kind, Skip
+from worker.rules.system import Kind
+from worker.rules.uscf_cc import CcRules
 from worker.stream.consumer import forget_series
 
 
@@ -16,16 +18,41 @@ def value(name: str, **labels: str) -> float | None:
 
 def test_every_labelled_series_an_alert_reads_exists_at_0_from_import() -> None:
     """`increase()` sees a first increment only if the series was there before it, and an alert
-    on `== 0` needs a series at all. The values come from the enums, not from a list here."""
-    for kind in Kind:
-        for category in Category:
-            assert value("rating_changes_published_total", kind=kind.value, category=category.value) is not None
+    on `== 0` needs a series at all. The values come from the rules (the arena's, the default
+    system's, at import), not from a list here."""
+    arena = ArenaRules()
+    for kind in arena.kinds:
+        for category in arena.categories:
+            assert value("rating_changes_published_total", kind=kind.value, category=category) is not None
     for error in ErrorKind:
         assert value("rating_dead_letters_total", kind=error.value) is not None
-    for reason in Skip:
+    for reason in arena.skips:
         assert value("rating_games_skipped_total", reason=reason.value) is not None
     # Untouched by this test session's unit tests: exactly 0.
     assert value("rating_changes_published_total", kind=Kind.RATING_LOST.value, category=Category.BULLET.value) == 0
+
+
+def test_a_deployment_has_the_series_of_its_own_system_each_labelled_with_it() -> None:
+    cc = CcRules()
+    try:
+        metrics.prepare(cc)
+        for kind in cc.kinds:
+            assert value("rating_changes_published_total", kind=kind.value, category="correspondence") == 0
+        for reason in cc.skips:
+            assert value("rating_games_skipped_total", reason=reason.value) is not None
+        # None of the arena's: no series of another system's kinds, categories or reasons.
+        assert value("rating_changes_published_total", kind="rated_game", category="blitz") is None
+        assert value("rating_changes_published_total", kind="game_credit", category="blitz") is None
+        assert value("rating_games_skipped_total", reason="unrated_time_control") is None
+        served = generate_latest(metrics.EXPOSED).decode()
+        assert 'rating_games_consumed_total{system="uscf-cc"} ' in served
+        assert 'rating_games_skipped_total{reason="forfeit_unrated_winner",system="uscf-cc"} 0.0' in served
+        samples = [line for line in served.splitlines() if line.startswith("rating_")]
+        assert samples and all('system="uscf-cc"' in line for line in samples)
+    finally:
+        metrics.prepare(ArenaRules())
+    assert value("rating_changes_published_total", kind="game_credit", category="correspondence") is None
+    assert 'rating_games_consumed_total{system="arena"}' in generate_latest(metrics.EXPOSED).decode()
 
 
 def test_a_revoked_partition_leaves_no_series_behind() -> None:

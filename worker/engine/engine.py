@@ -2,21 +2,24 @@
 
 Pure: the caller loads the states and the game's idempotency record, calls the engine, and
 stores what it returns. The offline replay keeps them in dicts; the streaming worker keeps
-them in Redis. Both call this unchanged.
+them in Redis. Both call this unchanged, for every rating system: the system's rules
+(`worker.rules.system.RatingSystem`) say what a game does to a rating, the engine does the
+rest (duplicates, sequence numbers, event ids, the seeding policy) and has the system's
+contract (`worker.engine.contracts`) encode each event once.
 """
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Generic, NamedTuple
 
 from schemas.game_finished import GameFinished
-from worker.engine.events import RatingEvent, encode, rating_key
-from worker.rules.categories import Category
+from worker.engine.contracts import contract_of
+from worker.engine.events import RatingEvent, rating_key
 from worker.rules.hundredths import ONE, Hundredths, Points, display
-from worker.rules.state import UNSEEN, RatingState
-from worker.rules.system import Change, Kind, Pairing, Rated, RatingSystem, Skip
+from worker.rules.system import Change, Kind, Rated, RatingSystem, S, SeedRow, Skip
+
+__all__ = ["RESTORED", "Engine", "GameOutcome", "SeedOutcome", "SeedRow", "SeedVerdict", "Update", "Verdict"]
 
 _WHITE_SCORE = {"1-0": Hundredths(100), "1/2-1/2": Hundredths(50), "0-1": Hundredths(0)}
 # The idempotency record of a game restored from the output topic (`rating-worker restore`):
@@ -31,34 +34,20 @@ class Verdict(StrEnum):
     CONFLICT = "conflicting_duplicate"  # already recorded with other facts: dead-letter it
 
 
-class Update(NamedTuple):
+class Update(NamedTuple, Generic[S]):
     """One rating's new state and the event that announces it, encoded once for good."""
 
     key: str
-    state: RatingState
-    event: RatingEvent
+    state: S
+    event: RatingEvent[S]
     payload: bytes
 
 
-class GameOutcome(NamedTuple):
+class GameOutcome(NamedTuple, Generic[S]):
     verdict: Verdict
     digest: bytes  # the game's facts digest: its idempotency record, stored unless already known
     skip: Skip | None = None
-    updates: tuple[Update, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class SeedRow:
-    """An established rating to import (a validated seeding row); rating in hundredths."""
-
-    player_id: str
-    category: Category
-    rating: Hundredths
-    rated_games: int
-
-    @property
-    def key(self) -> str:
-        return rating_key(self.player_id, self.category)
+    updates: tuple[Update[S], ...] = ()
 
 
 class SeedVerdict(StrEnum):
@@ -68,9 +57,9 @@ class SeedVerdict(StrEnum):
     MOVED = "moved"  # the rating changed since the seq the row expected (switch-over): not imported
 
 
-class SeedOutcome(NamedTuple):
+class SeedOutcome(NamedTuple, Generic[S]):
     verdict: SeedVerdict
-    update: Update | None = None
+    update: Update[S] | None = None
 
 
 def facts_digest(game: GameFinished, extra: str = "") -> bytes:
@@ -91,16 +80,17 @@ def facts_digest(game: GameFinished, extra: str = "") -> bytes:
 
 # A game's category (or why it changes nothing) and the keys of the two ratings it reads (None
 # when it reads none).
-Classification = tuple[Category | Skip, tuple[str, str] | None]
+Classification = tuple[str | Skip, tuple[str, str] | None]
 
 
-class Engine:
-    def __init__(self, rules: RatingSystem, training_rating: Points, *, encode_events: bool = True) -> None:
+class Engine(Generic[S]):
+    def __init__(self, rules: RatingSystem[S], training_rating: Points, *, encode_events: bool = True) -> None:
         self.rules = rules
         self.training_rating = training_rating
         # False: updates carry their event but not its bytes (`payload` is b""), for a caller that
         # publishes nothing (rebuild); encoding is a fifth of the engine's work.
         self.encode_events = encode_events
+        self.encode = contract_of(rules).encode
 
     def ratings_read(self, game: GameFinished) -> tuple[str, str] | None:
         """The keys of the two ratings `apply` reads for this game, or None if it reads none."""
@@ -116,13 +106,14 @@ class Engine:
     def apply(
         self,
         game: GameFinished,
-        states: Mapping[str, RatingState],
+        states: Mapping[str, S],
         known: bytes | None,
         classified: Classification | None = None,
-    ) -> GameOutcome:
+    ) -> GameOutcome[S]:
         """What `game` does, given the states of `ratings_read(game)` and its recorded digest if
         any (`classified`: the game's `classify`, if the caller has it already)."""
-        digest = facts_digest(game)
+        rules = self.rules
+        digest = facts_digest(game, rules.facts(game))
         if known is not None:
             verdict = Verdict.DUPLICATE if known in (digest, RESTORED) else Verdict.CONFLICT
             return GameOutcome(verdict, digest, Skip.DUPLICATE if verdict is Verdict.DUPLICATE else None)
@@ -131,41 +122,35 @@ class Engine:
             return GameOutcome(Verdict.SKIPPED, digest, category)
         assert keys is not None  # a counted game reads two ratings
         white_key, black_key = keys
-        white, black = states.get(white_key, UNSEEN), states.get(black_key, UNSEEN)
-        pairing = Pairing(game.game_id, game.white_id, game.black_id, _WHITE_SCORE[game.result])
-        rated = self.rules.rate(pairing, category, white, black)
+        unseen = rules.unseen
+        white, black = states.get(white_key, unseen), states.get(black_key, unseen)
+        rated = rules.rate_game(game, category, white, black)
         if isinstance(rated, Skip):
             return GameOutcome(Verdict.SKIPPED, digest, rated)
         return GameOutcome(Verdict.APPLIED, digest, None, self._updates(game, category, rated, white, black))
 
-    def _updates(
-        self, game: GameFinished, category: Category, rated: Rated, white: RatingState, black: RatingState
-    ) -> tuple[Update, ...]:
-        sides = (
-            (rated.white, game.white_id, game.black_id, white, _WHITE_SCORE[game.result]),
-            (rated.black, game.black_id, game.white_id, black, Hundredths(ONE - _WHITE_SCORE[game.result])),
-        )
+    def _updates(self, game: GameFinished, category: str, rated: Rated[S], white: S, black: S) -> tuple[Update[S], ...]:
+        """One update per rating the game changed, white's first."""
+        score = _WHITE_SCORE[game.result]
         updates = []
-        for change, player_id, opponent_id, before, score in sides:
-            if change is None:
-                continue
-            updates.append(self._game_update(game, category, change, player_id, opponent_id, before, score))
+        if rated.white is not None:
+            updates.append(self._game_update(game, category, rated.white, game.white_id, game.black_id, white, score))
+        if rated.black is not None:
+            score = Hundredths(ONE - score)
+            updates.append(self._game_update(game, category, rated.black, game.black_id, game.white_id, black, score))
         return tuple(updates)
 
     def _game_update(
         self,
         game: GameFinished,
-        category: Category,
-        change: Change,
+        category: str,
+        change: Change[S],
         player_id: str,
         opponent_id: str,
-        before: RatingState,
+        before: S,
         score: Hundredths,
-    ) -> Update:
-        new = change.after  # constructed, not dataclasses.replace(): this is the hot path
-        after = RatingState(new.rating, new.rated_games, new.qualifying, before.seq + 1)
-        # Only a rated game and a lost rating have a rating before (the contract's null table).
-        had_rating = change.kind in (Kind.RATED_GAME, Kind.RATING_LOST)
+    ) -> Update[S]:
+        after = self.rules.numbered(change.after, before.seq + 1)
         event = RatingEvent(
             event_id=f"{game.game_id}/{player_id}",
             game_id=game.game_id,
@@ -175,7 +160,7 @@ class Engine:
             category=category,
             kind=change.kind,
             score=score,
-            rating_before=before.rating if had_rating else None,
+            rating_before=before.rating,  # None for a rating that had none (contract: null)
             rating_after=after.rating,
             display_before=self.display(before),
             display_after=self.display(after),
@@ -184,15 +169,18 @@ class Engine:
             state=after,
             finished_at=game.finished_at,
         )
-        return Update(event.key, after, event, encode(event) if self.encode_events else b"")
+        return Update(event.key, after, event, self.encode(event) if self.encode_events else b"")
 
-    def seed(self, row: SeedRow, current: RatingState, force: bool = False) -> SeedOutcome:
-        """Import an established rating over `current` (contract, "Seeding established ratings")."""
-        if current.rating == row.rating and current.rated_games == row.rated_games and not current.qualifying:
+    def seed(self, row: SeedRow, current: S, force: bool = False) -> SeedOutcome[S]:
+        """Import a seeding row (or a rebuilt state) over `current` (contract, "Seeding"): a row
+        equal to the state it has (seq aside) is skipped, a rating with state is refused unless
+        forced; otherwise the row's state is written and announced by an `imported` event."""
+        seeded = self.rules.seeded(row, current)  # with current's seq
+        if current.seq > 0 and seeded == current:
             return SeedOutcome(SeedVerdict.UNCHANGED)
         if current.seq > 0 and not force:
             return SeedOutcome(SeedVerdict.REFUSED)
-        after = RatingState(rating=row.rating, rated_games=row.rated_games, seq=current.seq + 1)
+        after = self.rules.numbered(seeded, current.seq + 1)
         event = RatingEvent(
             event_id=f"import/{row.player_id}/{row.category}/{after.seq}",
             game_id=None,
@@ -203,7 +191,7 @@ class Engine:
             kind=Kind.IMPORTED,
             score=None,
             rating_before=current.rating,
-            rating_after=row.rating,
+            rating_after=after.rating,
             display_before=self.display(current),
             display_after=self.display(after),
             k_factor=None,
@@ -211,8 +199,8 @@ class Engine:
             state=after,
             finished_at=None,
         )
-        return SeedOutcome(SeedVerdict.IMPORTED, Update(row.key, after, event, encode(event)))
+        return SeedOutcome(SeedVerdict.IMPORTED, Update(row.key, after, event, self.encode(event)))
 
-    def display(self, state: RatingState) -> Points:
+    def display(self, state: S) -> Points:
         """The displayed rating: the official one rounded, or the training rating while unrated."""
         return self.training_rating if state.rating is None else display(state.rating)

@@ -4,18 +4,19 @@ Compact UTF-8 JSON, keys in the contract's order, ratings with exactly two decim
 is encoded once; a re-publication sends the stored bytes, never a re-encoding.
 """
 
+from decimal import Decimal
 from json.encoder import encode_basestring  # C-accelerated; keeps non-ASCII as UTF-8
-from typing import NamedTuple
+from typing import Generic, NamedTuple
 
-from worker.rules.categories import Category
+from schemas.rating_changed import RatingChanged
 from worker.rules.hundredths import Hundredths, Points, format_fixed2
-from worker.rules.state import RatingState
-from worker.rules.system import Kind
+from worker.rules.state import QualifyingGame, RatingState
+from worker.rules.system import Kind, S
 
 _SCORES = {100: "1", 50: "0.5", 0: "0"}
 
 
-def rating_key(player_id: str, category: Category) -> str:
+def rating_key(player_id: str, category: str) -> str:
     """The key of one rating: the output record key, `{player_id}/{category}`.
 
     Ids cannot contain "/", so two different ratings never share a key.
@@ -23,15 +24,16 @@ def rating_key(player_id: str, category: Category) -> str:
     return f"{player_id}/{category}"
 
 
-class RatingEvent(NamedTuple):
-    """One change of one rating. Numbers are hundredths; `seq` is `state.seq`."""
+class RatingEvent(NamedTuple, Generic[S]):
+    """One change of one rating, in any system (each system's contract encodes it: v1 here,
+    v2 in `worker.engine.events_v2`). Numbers are hundredths; `seq` is `state.seq`."""
 
     event_id: str
     game_id: str | None
     source_event_id: str | None
     player_id: str
     opponent_id: str | None
-    category: Category
+    category: str
     kind: Kind
     score: Hundredths | None
     rating_before: Hundredths | None
@@ -40,7 +42,7 @@ class RatingEvent(NamedTuple):
     display_after: Points
     k_factor: int | None
     expected_score: Hundredths | None
-    state: RatingState
+    state: S
     finished_at: str | None
 
     @property
@@ -85,7 +87,7 @@ def encode_state(state: RatingState) -> str:
     )
 
 
-def encode(event: RatingEvent) -> bytes:
+def encode(event: RatingEvent[RatingState]) -> bytes:
     """The event's value bytes: compact JSON, keys in the order of the contract's table."""
     # The hot path of every game: the nullable fields are written inline, not through helpers.
     before, after = event.rating_before, event.rating_after
@@ -102,3 +104,31 @@ def encode(event: RatingEvent) -> bytes:
         f'"expected_score":{_fixed2(event.expected_score)},'
         f'"seq":{event.state.seq},"state":{encode_state(event.state)},"finished_at":{_id(event.finished_at)}}}'
     ).encode()
+
+
+class Published(NamedTuple, Generic[S]):
+    """A published event as `restore` reads it back: the rating it changed and its whole state,
+    the game that made it (if any), the opponent's rating and the kind of change."""
+
+    key: str
+    state: S
+    game_id: str | None
+    opponent_key: str | None
+    kind: Kind
+
+
+def _hundredths(value: Decimal) -> Hundredths:
+    return Hundredths(int(value * 100))  # a Decimal with at most two decimals
+
+
+def read_v1(payload: bytes) -> Published[RatingState]:
+    """A published v1 event (validated by the contract's model)."""
+    event = RatingChanged.model_validate_json(payload)
+    s = event.state
+    qualifying = tuple(
+        QualifyingGame(q.game_id, q.opponent_id, _hundredths(q.opponent_rating), _hundredths(q.score))
+        for q in s.qualifying
+    )
+    state = RatingState(None if s.rating is None else _hundredths(s.rating), s.rated_games, qualifying, s.seq)
+    opponent = None if event.opponent_id is None else rating_key(event.opponent_id, event.category)
+    return Published(rating_key(event.player_id, event.category), state, event.game_id, opponent, Kind(event.kind))

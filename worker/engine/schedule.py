@@ -11,7 +11,7 @@ that publishes nothing itself (the offline replay, the rebuild); the streaming w
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, Generic, NamedTuple
 
 from schemas.game_finished import GameFinished
 from worker.engine.engine import (
@@ -25,7 +25,7 @@ from worker.engine.engine import (
     Update,
     Verdict,
 )
-from worker.rules.state import UNSEEN, RatingState
+from worker.rules.system import S
 from worker.store.protocol import Snapshot, StateStore, Write
 
 
@@ -51,13 +51,13 @@ class Replayed:
 Item = GameFinished | SeedItem | Replayed
 
 
-class Planned(NamedTuple):
+class Planned(NamedTuple, Generic[S]):
     """An item with what the engine decided and what the store must check and write (a named
     tuple: one is made per game)."""
 
     item: Item
-    outcome: GameOutcome | SeedOutcome
-    write: Write[RatingState] | None  # None: nothing to write (a duplicate, a conflict, an unchanged seed row)
+    outcome: GameOutcome[S] | SeedOutcome[S]
+    write: Write[S] | None  # None: nothing to write (a duplicate, a conflict, an unchanged seed row)
     forgotten: bool = False  # a Replayed game whose record had expired: kept from a second application
 
 
@@ -71,7 +71,7 @@ def game_of(item: Item) -> GameFinished | None:
 Classified = tuple[Classification | None, tuple[str, ...]]
 
 
-def classify(engine: Engine, item: Item) -> Classified:
+def classify(engine: Engine[Any], item: Item) -> Classified:
     if isinstance(item, SeedItem):
         return None, (item.row.key,)
     classification = engine.classify(item.game if isinstance(item, Replayed) else item)
@@ -79,30 +79,31 @@ def classify(engine: Engine, item: Item) -> Classified:
 
 
 def plan(
-    engine: Engine,
+    engine: Engine[S],
     items: Sequence[Item],
-    snapshot: Snapshot[RatingState],
+    snapshot: Snapshot[S],
     classified: Sequence[Classified] | None = None,
-) -> list[Planned]:
+) -> list[Planned[S]]:
     """The engine's calls over `snapshot`, item after item, each seeing what the earlier produced
     (`classified`: each item's `classify`, if the caller computed it for the read already)."""
     if classified is None:
         classified = [classify(engine, item) for item in items]
-    states: dict[str, RatingState] = dict(snapshot.states)
+    states: dict[str, S] = dict(snapshot.states)
     records: dict[str, bytes] = dict(snapshot.records)
+    unseen = engine.rules.unseen
     planned = []
     for item, (classification, ratings) in zip(items, classified, strict=True):
-        reads = tuple([(r, states.get(r, UNSEEN).seq) for r in ratings])
+        reads = tuple([(r, states.get(r, unseen).seq) for r in ratings])
         forgotten = False
         if type(item) is SeedItem:
-            current = states.get(item.row.key, UNSEEN)
+            current = states.get(item.row.key, unseen)
             if item.expected_seq is not None and current.seq != item.expected_seq:
-                seeded = SeedOutcome(SeedVerdict.MOVED)
+                seeded: SeedOutcome[S] = SeedOutcome(SeedVerdict.MOVED)
             else:
                 seeded = engine.seed(item.row, current, item.force)
-            updates: tuple[Update, ...] = () if seeded.update is None else (seeded.update,)
+            updates: tuple[Update[S], ...] = () if seeded.update is None else (seeded.update,)
             write = Write("", b"", reads, updates) if updates else None
-            outcome: GameOutcome | SeedOutcome = seeded
+            outcome: GameOutcome[S] | SeedOutcome[S] = seeded
         else:
             game = item.game if type(item) is Replayed else item
             assert isinstance(game, GameFinished)
@@ -122,10 +123,10 @@ def plan(
 
 
 async def read_and_plan(
-    engine: Engine,
+    engine: Engine[S],
     batch: Sequence[Item],
-    read: Callable[[list[str], list[str]], Awaitable[Snapshot[RatingState]]],
-) -> tuple[list[str], Snapshot[RatingState], list[Planned]]:
+    read: Callable[[list[str], list[str]], Awaitable[Snapshot[S]]],
+) -> tuple[list[str], Snapshot[S], list[Planned[S]]]:
     """Read what `batch` needs (its ratings' states, their outboxes' lengths, its games' records)
     with `read` (a store's, or a retrying one), and plan it: the ratings read, the snapshot, the plans."""
     classified = [classify(engine, item) for item in batch]
@@ -135,11 +136,11 @@ async def read_and_plan(
     return ratings, snapshot, plan(engine, batch, snapshot, classified)
 
 
-async def apply_in_order(engine: Engine, store: StateStore[RatingState], items: Sequence[Item]) -> list[Planned]:
+async def apply_in_order(engine: Engine[S], store: StateStore[S], items: Sequence[Item]) -> list[Planned[S]]:
     """Apply `items` through `store` in order, as one batch: read, plan, apply; items that did
     not apply (another writer changed a state first) are read and planned again, with every
     later copy of their game. Returns each item's final plan, in order."""
-    final: list[Planned | None] = [None] * len(items)
+    final: list[Planned[S] | None] = [None] * len(items)
     pending = list(range(len(items)))
     while pending:
         _, _, planned = await read_and_plan(engine, [items[i] for i in pending], store.read)
@@ -151,7 +152,7 @@ async def apply_in_order(engine: Engine, store: StateStore[RatingState], items: 
 
 
 def unapplied(
-    pending: Sequence[int], planned: Sequence[Planned], applied: Sequence[bool], final: list[Planned | None]
+    pending: Sequence[int], planned: Sequence[Planned[S]], applied: Sequence[bool], final: list[Planned[S] | None]
 ) -> list[int]:
     """Which of `pending` must be planned again after an apply: those whose write did not apply,
     and every later copy of their game (its verdict, duplicate or conflict, was decided against

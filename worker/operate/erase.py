@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaProducer
 from redis.asyncio import Redis
 
-from worker.rules.categories import Category
 from worker.service.connections import close_quietly, kafka_options, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
@@ -78,11 +77,11 @@ class Erased:
     had_state: list[str]  # those of them that had a state in Redis
 
 
-def ratings_of(player_id: str, categories: Sequence[Category]) -> list[str]:
+def ratings_of(player_id: str, categories: Sequence[str]) -> list[str]:
     return [f"{player_id}/{category}" for category in categories]
 
 
-async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[Category], force: bool) -> Erased:
+async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[str], force: bool) -> Erased:
     ratings = ratings_of(player_id, categories)
     prefix = settings.redis_key_prefix
     token = f"erase-{uuid.uuid4().hex}"

@@ -34,22 +34,22 @@ from typing import Any
 from redis.asyncio import Redis
 
 from schemas.game_finished import GameFinished
-from worker.engine.decoder import BadInput, decode_game
+from worker.engine.decoder import BadInput, decode_as
 from worker.engine.engine import Engine, SeedRow, facts_digest
 from worker.engine.instants import instant
 from worker.engine.schedule import SeedItem, apply_in_order
 from worker.operate.external_sort import ExternalSort
-from worker.operate.redis_ops import CHUNK, matching_keys, read_states, unlink_all, with_retry
+from worker.operate.redis_ops import CHUNK, matching_keys, read_states, unlink_all, with_retry, write_states
 from worker.operate.topic_scan import scan
 from worker.replay.memory_store import MemoryBackend, MemoryStore
-from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Points
-from worker.rules.state import UNSEEN, RatingState
+from worker.rules.system import RatingSystem, S
+from worker.rules.systems import RULES
 from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import KEY_PATTERN_CHARS, SYSTEM_NAMES, WorkerSettings
-from worker.store import keys, records
-from worker.store.state_codec import encode_state
+from worker.store import records
+from worker.store.state_codec import CODECS
 from worker.stream.retry import REDIS_CONNECT, retrying
 
 log = logging.getLogger(__name__)
@@ -85,12 +85,13 @@ async def read_history(settings: WorkerSettings, start: dict[int, int] | None = 
     """Every valid game of the input topic from `start` (default: the beginning) to its end."""
     history = History(ends=dict(start or {}), recent_seconds=settings.idempotency_retention_seconds)
     since_ms = (int(time.time()) - history.recent_seconds) * 1000
+    model = RULES[settings.system].game_model
     async for batch in scan(settings, settings.topic_games, start):
         for record in batch:
             history.records += 1
             history.ends[record.partition] = max(history.ends.get(record.partition, 0), record.offset + 1)
             try:
-                game = decode_game(record.value or b"", settings.max_message_bytes)
+                game = decode_as(model, record.value or b"", settings.max_message_bytes)
             except BadInput:
                 history.bad += 1
                 continue
@@ -105,7 +106,7 @@ def history_order(game: GameFinished) -> tuple[tuple[int, str], str]:
     return instant(game.finished_at), game.game_id
 
 
-async def apply_all(engine: Engine, backend: MemoryBackend[RatingState], games: Sequence[GameFinished]) -> None:
+async def apply_all(engine: Engine[S], backend: MemoryBackend[S], games: Sequence[GameFinished]) -> None:
     store = MemoryStore(backend)
     for start in range(0, len(games), CHUNK):
         await apply_in_order(engine, store, games[start : start + CHUNK])
@@ -168,12 +169,14 @@ async def rebuild(
             report.spilled_bytes = by_id.spilled_bytes + by_time.spilled_bytes
             store = await _recompute_sorted(by_time, seeds, settings)
         report.ratings = len(store.states)
-        await _write_states(redis, prefix, store.states)
+        codec = CODECS[settings.system]
+        await write_states(redis, prefix, store.states, codec)
         meta: dict[Any, Any] = {"topic": settings.topic_games}  # redis-py types keys invariantly
         meta.update({f"p:{p}": end for p, end in ends.items()})
         await with_retry(lambda: redis.hset(f"{prefix}{REBUILD_META}", mapping=meta))
-        live = await read_states(redis, settings.redis_key_prefix, sorted(store.states))
-        report.differing = sum(1 for k, s in store.states.items() if k not in live or not same_rating(live[k], s))
+        live = await read_states(redis, settings.redis_key_prefix, sorted(store.states), codec)
+        rules = RULES[settings.system]
+        report.differing = sum(1 for k, s in store.states.items() if k not in live or not same(rules, live[k], s))
         say(
             f"rebuild: {report.ratings} ratings written under {prefix!r}, {report.differing} differ from the live "
             f"ones; the history's sorts spilled {report.spilled_runs} runs ({report.spilled_bytes / 1e6:.1f} MB)"
@@ -189,18 +192,19 @@ async def _read_by_id(settings: WorkerSettings, by_id: ExternalSort, report: Reb
     read up to."""
     ends: dict[int, int] = {}
     since_ms = (int(time.time()) - settings.idempotency_retention_seconds) * 1000
+    rules = RULES[settings.system]
     async for batch in scan(settings, settings.topic_games):
         for record in batch:
             report.records += 1
             ends[record.partition] = max(ends.get(record.partition, 0), record.offset + 1)
             value = record.value or b""
             try:
-                game = decode_game(value, settings.max_message_bytes)
+                game = decode_as(rules.game_model, value, settings.max_message_bytes)
             except BadInput:
                 report.bad += 1
                 continue
             seconds, fraction = instant(game.finished_at)
-            recent = facts_digest(game) if record.timestamp >= since_ms else b""
+            recent = _digest(rules, game) if record.timestamp >= since_ms else b""
             entry = (game.game_id, seconds, fraction, report.games, recent, value)
             by_id.add(entry, len(value) + len(game.game_id) + len(recent))
             report.games += 1
@@ -216,12 +220,13 @@ async def _first_copies(
     one of them that the switch-over reads is then a duplicate, as it is for the workers."""
     pending: list[tuple[str, bytes]] = []
     retention_ms = settings.idempotency_retention_seconds * 1000
+    rules = RULES[settings.system]
     for game_id, group in groupby(by_id.merged(), key=itemgetter(0)):
         copies = list(group)  # a game's copies: one, or a few
         _, seconds, fraction, _, _, value = copies[0]
         by_time.add((seconds, fraction, game_id, value), len(value) + len(game_id))
         if any(copy[4] for copy in copies):  # a copy arrived within the retention: the kept one's record
-            digest = copies[0][4] or facts_digest(decode_game(value, settings.max_message_bytes))
+            digest = copies[0][4] or _digest(rules, decode_as(rules.game_model, value, settings.max_message_bytes))
             pending.append((game_id, digest))
             if len(pending) == CHUNK:
                 await with_retry(records.remember, redis, prefix, pending, retention_ms, False)
@@ -232,12 +237,13 @@ async def _first_copies(
 
 async def _recompute_sorted(
     by_time: ExternalSort, seeds: Sequence[SeedRow], settings: WorkerSettings
-) -> MemoryBackend[RatingState]:
+) -> MemoryBackend[Any]:
     """The seeds, then the games in history order, in chunks; no game records are kept (each
     game comes once)."""
     # No event is published: the engine encodes none.
-    engine = Engine(ArenaRules(), Points(settings.training_rating), encode_events=False)
-    backend = MemoryBackend(UNSEEN, keep_outboxes=False)
+    rules = RULES[settings.system]
+    engine = Engine(rules, Points(settings.training_rating), encode_events=False)
+    backend = MemoryBackend(rules.unseen, keep_outboxes=False)
     store = MemoryStore(backend)
     # What is alive now (the clients, the merge's buffers) stays: the collector need not walk it
     # again at each of the many collections the games' short-lived objects trigger (13 % faster).
@@ -246,7 +252,7 @@ async def _recompute_sorted(
     await apply_in_order(engine, store, [SeedItem(row, force=False) for row in seeds])
     chunk: list[GameFinished] = []
     for _, _, _, value in by_time.merged():
-        chunk.append(decode_game(value, settings.max_message_bytes))
+        chunk.append(decode_as(rules.game_model, value, settings.max_message_bytes))
         if len(chunk) == CHUNK:
             await apply_in_order(engine, store, chunk)
             backend.games.clear()  # each game comes once: its record is not needed again
@@ -255,13 +261,10 @@ async def _recompute_sorted(
     return backend
 
 
-async def _write_states(redis: "Redis", prefix: str, states: dict[str, RatingState]) -> None:
-    items = sorted(states.items())
-    for start in range(0, len(items), CHUNK):
-        mapping = {keys.state_key(prefix, k): encode_state(s) for k, s in items[start : start + CHUNK]}
-        await with_retry(redis.mset, mapping)
+def _digest(rules: RatingSystem[Any], game: GameFinished) -> bytes:
+    return facts_digest(game, rules.facts(game))
 
 
-def same_rating(live: RatingState, rebuilt: RatingState) -> bool:
+def same(rules: RatingSystem[S], live: S, rebuilt: S) -> bool:
     """Equal but for seq (the rebuilt history may number its changes differently)."""
-    return (live.rating, live.rated_games, live.qualifying) == (rebuilt.rating, rebuilt.rated_games, rebuilt.qualifying)
+    return rules.numbered(live, 0) == rules.numbered(rebuilt, 0)

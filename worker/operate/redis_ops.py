@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from worker.rules.state import RatingState
+from worker.rules.system import S
 from worker.store import keys
-from worker.store.state_codec import decode_state
+from worker.store.protocol import StateCodec
 from worker.stream.retry import REDIS_COMMAND, retrying
 
 CHUNK = 1000  # keys per round trip
@@ -50,17 +50,31 @@ async def unlink_all(redis: Redis, found: Sequence[bytes]) -> int:
     return unlinked
 
 
-async def read_states(redis: Redis, prefix: str, ratings: Sequence[str]) -> dict[str, RatingState]:
-    """The stored states of `ratings` under `prefix` (absent ones left out)."""
-    out: dict[str, RatingState] = {}
+async def read_states(redis: Redis, prefix: str, ratings: Sequence[str], codec: StateCodec[S]) -> dict[str, S]:
+    """The stored states of `ratings` under `prefix` (absent ones left out), decoded by the system's `codec`."""
+    out: dict[str, S] = {}
     for start in range(0, len(ratings), CHUNK):
         chunk = ratings[start : start + CHUNK]
         values = await with_retry(redis.mget, [keys.state_key(prefix, k) for k in chunk])
-        out.update({k: decode_state(v) for k, v in zip(chunk, values, strict=True) if v is not None})
+        out.update({k: codec.decode(_bytes(v)) for k, v in zip(chunk, values, strict=True) if v is not None})
     return out
+
+
+async def write_states(redis: Redis, prefix: str, states: dict[str, S], codec: StateCodec[S]) -> None:
+    """Write `states` under `prefix`, a chunk per MSET (no check-and-set: for commands that run
+    with the workers stopped, or under a prefix no worker writes)."""
+    items = sorted(states.items())
+    for start in range(0, len(items), CHUNK):
+        mapping = {keys.state_key(prefix, k): codec.encode(s) for k, s in items[start : start + CHUNK]}
+        await with_retry(redis.mset, mapping)
 
 
 async def rating_keys(redis: Redis, prefix: str) -> list[str]:
     """The ratings (`player/category`) with a state under `prefix`, sorted."""
     start = keys.state_key(prefix, "")
     return sorted(k.decode().removeprefix(start) for k in await matching_keys(redis, f"{start}*"))
+
+
+def _bytes(value: bytes | str) -> bytes:
+    """A value as the commands' clients return it (bytes: they do not decode responses)."""
+    return value.encode() if isinstance(value, str) else value

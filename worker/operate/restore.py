@@ -28,33 +28,29 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from schemas.rating_changed import RatingChanged
+from worker.engine.contracts import Contract, contract_of
 from worker.engine.engine import RESTORED
-from worker.engine.events import rating_key
 from worker.operate.redis_ops import CHUNK, matching_keys, pipelined, unlink_all, with_retry
 from worker.operate.topic_scan import scan
 from worker.operate.topics import COMPACTION_LAG_MS
-from worker.rules.categories import Category
-from worker.rules.hundredths import Hundredths
-from worker.rules.state import QualifyingGame, RatingState
-from worker.rules.system import Kind
+from worker.rules.system import Kind, S
+from worker.rules.systems import RULES
 from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys, records
-from worker.store.state_codec import encode_state
+from worker.store.protocol import StateCodec
+from worker.store.state_codec import CODECS
 from worker.stream.retry import REDIS_CONNECT, retrying
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 PROGRESS_SECONDS = 2.0
-# A game of these kinds changes both players (both are rated): each must have its event.
-BOTH_CHANGE = (Kind.RATED_GAME, Kind.RATING_LOST)
 
 
 @dataclass
@@ -74,41 +70,29 @@ class RestoreReport:
     trusted: bool = False
 
 
-def _hundredths(value: object) -> Hundredths:
-    return Hundredths(int(value * 100))  # type: ignore[operator]  # a Decimal with at most two decimals
-
-
-def state_of(event: RatingChanged) -> RatingState:
-    s = event.state
-    qualifying = tuple(
-        QualifyingGame(q.game_id, q.opponent_id, _hundredths(q.opponent_rating), _hundredths(q.score))
-        for q in s.qualifying
-    )
-    return RatingState(None if s.rating is None else _hundredths(s.rating), s.rated_games, qualifying, s.seq)
-
-
 @dataclass
-class Changelog:
-    """What the output topic says: each rating's latest state, and each game's events."""
+class Changelog(Generic[S]):
+    """What the output topic says: each rating's latest state, and each game's events. A game
+    whose event is of a kind its system always pairs (`RatingSystem.paired_kinds`: the game
+    changed both players) must have both players' events."""
 
-    latest: dict[str, RatingState] = field(default_factory=dict)
+    paired: frozenset[Kind]
+    latest: dict[str, S] = field(default_factory=dict)
     games: set[str] = field(default_factory=set)
     # game -> (ratings it must change, ratings whose event was seen, newest event's timestamp ms)
     pairs: dict[str, tuple[tuple[str, ...], set[str], int]] = field(default_factory=dict)
     records: int = 0
 
-    def add(self, event: RatingChanged, timestamp_ms: int) -> None:
-        key = rating_key(event.player_id, Category(event.category))
-        if key not in self.latest or event.seq > self.latest[key].seq:
-            self.latest[key] = state_of(event)
-        if event.game_id is None:
+    def add(self, key: str, state: S, game_id: str | None, opponent: str | None, kind: Kind, timestamp_ms: int) -> None:
+        if key not in self.latest or state.seq > self.latest[key].seq:
+            self.latest[key] = state
+        if game_id is None:
             return
-        self.games.add(event.game_id)
-        if event.kind in BOTH_CHANGE and event.opponent_id is not None:
-            opponent = rating_key(event.opponent_id, Category(event.category))
-            wanted, seen, newest = self.pairs.get(event.game_id, (tuple(sorted((key, opponent))), set(), 0))
+        self.games.add(game_id)
+        if kind in self.paired and opponent is not None:
+            wanted, seen, newest = self.pairs.get(game_id, (tuple(sorted((key, opponent))), set(), 0))
             seen.add(key)
-            self.pairs[event.game_id] = (wanted, seen, max(newest, timestamp_ms))
+            self.pairs[game_id] = (wanted, seen, max(newest, timestamp_ms))
 
     def erase(self, key: str) -> None:
         """A tombstone on `key`: forget what came before it in its partition (a later game of
@@ -126,13 +110,17 @@ class Changelog:
         return out
 
 
-async def read_changelog(settings: WorkerSettings, progress: Callable[[int], None]) -> Changelog:
-    log_ = Changelog()
+async def read_changelog(
+    settings: WorkerSettings, contract: Contract[S], paired: frozenset[Kind], progress: Callable[[int], None]
+) -> Changelog[S]:
+    log_: Changelog[S] = Changelog(paired)
+    read = contract.read
     async for batch in scan(settings, settings.topic_ratings):
         for record in batch:
             log_.records += 1
             if record.value is not None:
-                log_.add(RatingChanged.model_validate_json(record.value), record.timestamp)
+                event = read(record.value)
+                log_.add(event.key, event.state, event.game_id, event.opponent_key, event.kind, record.timestamp)
             elif record.key is not None:  # a tombstone: the rating was erased, its events before it too
                 log_.erase(record.key.decode())
         progress(log_.records)
@@ -143,7 +131,9 @@ def outbox_seqs(events: list[bytes]) -> list[int]:
     return [int(json.loads(e)["seq"]) for e in events]
 
 
-def decide(topic: RatingState | None, stored: bytes | None, pending: list[bytes]) -> tuple[str, int, str]:
+def decide(
+    topic: S | None, stored: bytes | None, pending: list[bytes], codec: StateCodec[S], contract: Contract[S]
+) -> tuple[str, int, str]:
     """What to do with one rating: ("keep" | "write" | "ahead" | "refuse", outbox events the
     topic already has, the reason of a refusal). Pure: the states and outbox are passed in."""
     topic_seq = 0 if topic is None else topic.seq
@@ -155,7 +145,7 @@ def decide(topic: RatingState | None, stored: bytes | None, pending: list[bytes]
             return "refuse", published, f"no state in Redis but its outbox holds seq {rest[0]}..{rest[-1]}"
         return ("keep" if topic is None else "write"), published, ""
     stored_seq = int(stored.split(b"|", 1)[0])
-    if topic is not None and stored == encode_state(topic):
+    if topic is not None and stored == codec.encode(topic):
         if rest:
             return "refuse", published, f"equal to the topic (seq {topic_seq}) but its outbox holds seq {rest[0]}.."
         return "keep", published, ""
@@ -163,19 +153,21 @@ def decide(topic: RatingState | None, stored: bytes | None, pending: list[bytes]
         return "write", published, ""  # Redis lost the writes the topic has
     if stored_seq == topic_seq:
         return "refuse", published, f"the same seq {topic_seq} as the topic but another state"
-    if rest == list(range(topic_seq + 1, stored_seq + 1)) and _carries(pending[published:][-1], stored):
+    if rest == list(range(topic_seq + 1, stored_seq + 1)) and codec.encode(contract.read(pending[-1]).state) == stored:
         return "ahead", published, ""
     held = f"seq {rest[0]}..{rest[-1]}" if rest else "nothing"
     return "refuse", published, f"ahead of the topic (seq {stored_seq} > {topic_seq}) but its outbox holds {held}"
 
 
-def _carries(event: bytes, stored: bytes) -> bool:
-    """Whether an outbox event announces exactly the stored state."""
-    parsed = RatingChanged.model_validate_json(event)
-    return encode_state(state_of(parsed)) == stored
-
-
-async def reconcile(redis: "Redis", prefix: str, changelog: Changelog, force: bool, report: RestoreReport) -> None:
+async def reconcile(
+    redis: "Redis",
+    prefix: str,
+    changelog: Changelog[S],
+    force: bool,
+    report: RestoreReport,
+    codec: StateCodec[S],
+    contract: Contract[S],
+) -> None:
     """Steps 1-5 of the module's docstring, a chunk of ratings at a time."""
     # Outboxes are normally empty, and then absent: only the few that exist are read one by one.
     outbox_prefix = f"{prefix}{keys.OUTBOX}"
@@ -197,7 +189,7 @@ async def reconcile(redis: "Redis", prefix: str, changelog: Changelog, force: bo
             topic = changelog.latest.get(r)
             state = states[n]
             assert not isinstance(state, str)  # the client does not decode responses
-            action, published, reason = decide(topic, state, events.get(r, []))
+            action, published, reason = decide(topic, state, events.get(r, []), codec, contract)
             outbox = keys.outbox_key(prefix, r)
             if published:
                 writes.append(("ltrim", (outbox, published, -1)))
@@ -212,7 +204,7 @@ async def reconcile(redis: "Redis", prefix: str, changelog: Changelog, force: bo
                 report.refused.append(f"{r}: {reason}")
             else:
                 assert topic is not None
-                written[keys.state_key(prefix, r)] = encode_state(topic)
+                written[keys.state_key(prefix, r)] = codec.encode(topic)
                 report.written += 1
                 if action == "force":
                     writes.append(("delete", (outbox,)))
@@ -282,10 +274,12 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
         # Workers still running wait meanwhile (their scripts refuse): a restore's plain writes
         # and its clearing of the leases must not meet their applies and publications.
         await distrust(redis, prefix, "a restore is under way (or stopped before it ended): run it again")
-        changelog = await read_changelog(settings, progress)
+        rules = RULES[settings.system]
+        contract, codec = contract_of(rules), CODECS[settings.system]
+        changelog = await read_changelog(settings, contract, rules.paired_kinds, progress)
         report.records, report.ratings, report.games = changelog.records, len(changelog.latest), len(changelog.games)
         say(f"restore: read {report.records} records: {report.ratings} ratings, {report.games} games")
-        await reconcile(redis, prefix, changelog, force, report)
+        await reconcile(redis, prefix, changelog, force, report, codec, contract)
         await record_games(redis, prefix, changelog.games, settings.idempotency_retention_seconds * 1000, report)
         await clear_leases(redis, prefix, report)
         report.partial = changelog.partial_games(int(time.time() * 1000))

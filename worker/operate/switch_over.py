@@ -18,8 +18,9 @@ workers running:
    moving are listed, for a re-run.
 Games a worker applies after a rating's import are applied on top of it, as usual. So with no
 rule changed nothing is imported, and a corrected rule reaches every rating, including the
-games applied after the rebuild. The contract's `imported` event always carries a rating: a
-rating the rebuild leaves *unrated* while the live one differs is listed, not switched.
+games applied after the rebuild. The arena's contract (v1) has its `imported` event always
+carry a rating: a rating the rebuild leaves *unrated* while the live one differs is listed, not
+switched. Contract v2 imports it too, with `rating_after` null (`RatingSystem.row_of`).
 """
 
 import asyncio
@@ -32,18 +33,17 @@ from redis.asyncio import Redis
 
 from worker.engine.engine import Engine, SeedRow, SeedVerdict
 from worker.engine.schedule import SeedItem
-from worker.operate.rebuild import REBUILD_META, apply_all, check_prefix, history_order, read_history, same_rating
+from worker.operate.rebuild import REBUILD_META, apply_all, check_prefix, history_order, read_history, same
 from worker.operate.redis_ops import CHUNK, rating_keys, read_states, with_retry
 from worker.replay.memory_store import MemoryBackend
-from worker.rules.arena import ArenaRules
-from worker.rules.categories import Category
 from worker.rules.hundredths import Points
-from worker.rules.state import UNSEEN, RatingState
+from worker.rules.systems import RULES
 from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
 from worker.store import keys, records
+from worker.store.state_codec import CODECS
 from worker.stream.retry import REDIS_CONNECT, retrying
 
 ROUNDS = 5  # rounds for ratings that moved while they were compared
@@ -78,6 +78,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
         ends = await _rebuild_ends(redis, prefix, settings.topic_games)
         await _wait_for_workers(redis, settings, ends, say)
         rebuilt_keys = await rating_keys(redis, prefix)
+        rules = RULES[settings.system]
         moved: set[str] = set()
         while report.rounds == 0 or moved:
             report.rounds += 1
@@ -86,21 +87,24 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
                 break
             # Every rating is compared in every round: a game applied since the last round may
             # have changed a rating that matched then (its opponent's import had moved).
-            snapshot = await _snapshot(redis, settings.redis_key_prefix)
+            snapshot = await _snapshot(redis, settings)
             forward = await _bring_forward(redis, settings, prefix, ends, rebuilt_keys, report)
             report.live_only = sorted(set(snapshot) - set(forward))
             rows, expected, unrated = [], {}, []
             for key in sorted(forward):
                 state = forward[key]
-                live = snapshot.get(key, UNSEEN)
-                if live.seq and same_rating(live, state):
+                live = snapshot.get(key, rules.unseen)
+                if live.seq and same(rules, live, state):
                     continue
-                if state.rating is None:
+                player, _, category = key.partition("/")
+                row = rules.row_of(player, category, state)
+                if row is None:  # not importable by the system's contract
                     if live.seq:
                         unrated.append(key)
                     continue
-                player, _, category = key.partition("/")
-                rows.append(SeedRow(player, Category(category), state.rating, state.rated_games))
+                if not live.seq and row.rating is None:
+                    continue  # unrated in the rebuild and never seen live: nothing to announce
+                rows.append(row)
                 expected[key] = live.seq
             report.unrated = unrated
             if report.rounds == 1:
@@ -141,9 +145,10 @@ async def _wait_for_workers(
         await asyncio.sleep(WATERMARK_POLL_SECONDS)
 
 
-async def _snapshot(redis: "Redis", live: str) -> dict[str, RatingState]:
+async def _snapshot(redis: "Redis", settings: WorkerSettings) -> dict[str, Any]:
     """Step 2: every live state, read before the input's end is."""
-    return await read_states(redis, live, await rating_keys(redis, live))
+    live = settings.redis_key_prefix
+    return await read_states(redis, live, await rating_keys(redis, live), CODECS[settings.system])
 
 
 async def _bring_forward(
@@ -153,7 +158,7 @@ async def _bring_forward(
     ends: dict[int, int],
     rebuilt_keys: Sequence[str],
     report: SwitchReport,
-) -> dict[str, RatingState]:
+) -> dict[str, Any]:
     """Steps 3 and 4: the rebuilt states with the games applied live since the rebuild."""
     history = await read_history(settings, ends)
     ids = sorted({g.game_id for g in history.games})
@@ -164,10 +169,12 @@ async def _bring_forward(
         applied.update(await with_retry(records.lookup, redis, settings.redis_key_prefix, chunk))
         rebuilt_records.update(await with_retry(records.lookup, redis, prefix, chunk))
     games = [g for g in history.games if g.game_id in applied]
-    engine = Engine(ArenaRules(), Points(settings.training_rating))
+    rules = RULES[settings.system]
+    engine = Engine(rules, Points(settings.training_rating))
     touched = {k for g in games for k in engine.ratings_read(g) or ()}
-    backend = MemoryBackend(UNSEEN, keep_outboxes=False)
-    backend.states = await read_states(redis, prefix, sorted(set(rebuilt_keys) | touched))
+    backend = MemoryBackend(rules.unseen, keep_outboxes=False)
+    codec = CODECS[settings.system]
+    backend.states = await read_states(redis, prefix, sorted(set(rebuilt_keys) | touched), codec)
     for game_id, digest in rebuilt_records.items():
         backend.remember(game_id, digest)
     await apply_all(engine, backend, sorted(games, key=history_order))

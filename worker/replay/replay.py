@@ -13,15 +13,15 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from schemas.game_finished import GameFinished
-from worker.engine.decoder import BadInput, ErrorKind, decode_game
+from worker.engine.decoder import BadInput, ErrorKind, decode_as
 from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict
 from worker.engine.schedule import SeedItem, apply_in_order
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.replay.progress import Progress
-from worker.rules.state import UNSEEN, RatingState
+from worker.rules.system import S
 
 # Lines (and seeding rows) per chunk: enough that a chunk's fixed costs (a snapshot, one apply)
 # vanish per game, few enough that its games, plans and events stay in the processor's caches
@@ -46,7 +46,7 @@ class ReplayCounts:
     dead_letters: Counter[ErrorKind] = field(default_factory=Counter)
     events: int = 0
 
-    def summary(self, store: MemoryBackend[RatingState], seconds: float) -> str:
+    def summary(self, store: MemoryBackend[Any], seconds: float) -> str:
         def listing(counter: Counter[str] | Counter[ErrorKind]) -> str:
             return ", ".join(f"{k} {n}" for k, n in sorted(counter.items())) or "none"
 
@@ -88,17 +88,19 @@ def _collecting_after(allocations: int) -> Iterator[None]:
 
 
 async def replay(
-    engine: Engine,
+    engine: Engine[S],
     seeds: Iterable[SeedRow],
     games: BinaryIO,
     out: BinaryIO,
     dlq: TextIO,
     max_message_bytes: int,
     progress: Progress | None = None,
-) -> tuple[ReplayCounts, MemoryBackend[RatingState]]:
-    """Seed, then apply every line of `games` in order, writing events to `out` and bad lines to `dlq`."""
-    backend: MemoryBackend[RatingState] = MemoryBackend(UNSEEN, keep_outboxes=False)
+) -> tuple[ReplayCounts, MemoryBackend[S]]:
+    """Seed, then apply every line of `games` in order, writing events to `out` and bad lines to `dlq`.
+    The lines are the games of the engine's system (`RatingSystem.game_model`)."""
+    backend: MemoryBackend[S] = MemoryBackend(engine.rules.unseen, keep_outboxes=False)
     store = MemoryStore(backend)
+    model = engine.rules.game_model
     counts = ReplayCounts()
     with _collecting_after(COLLECT_AFTER):
         rows = [SeedItem(row, force=False) for row in seeds]
@@ -117,7 +119,7 @@ async def replay(
                 counts.blank += 1
                 continue
             try:
-                chunk.append((number, raw, decode_game(raw, max_message_bytes)))
+                chunk.append((number, raw, decode_as(model, raw, max_message_bytes)))
             except BadInput as e:
                 chunk.append((number, raw, e))
             if len(chunk) >= CHUNK_LINES:
@@ -130,8 +132,8 @@ async def replay(
 
 
 async def _apply_chunk(
-    engine: Engine,
-    store: MemoryStore[RatingState],
+    engine: Engine[S],
+    store: MemoryStore[S],
     chunk: list[tuple[int, bytes, GameFinished | BadInput]],
     out: BinaryIO,
     dlq: TextIO,

@@ -2,14 +2,19 @@
 
 import csv
 from pathlib import Path
+from typing import Any
 
-from worker.engine.engine import SeedRow
 from worker.engine.seed_rows import SeedFileError, parse_seed_rows
+from worker.rules.arena import ArenaRules
+from worker.rules.system import RatingSystem, SeedRow
+
+_ARENA = ArenaRules()
 
 
-def read_seed_file(path: Path) -> list[SeedRow]:
+def read_seed_file(path: Path, rules: RatingSystem[Any] = _ARENA) -> list[SeedRow]:
+    """The rows of the seeding file of `rules`' system (the arena's by default)."""
     try:
         with path.open(encoding="utf-8-sig", newline="") as f:
-            return parse_seed_rows(path, f)
+            return parse_seed_rows(path, f, rules)
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         raise SeedFileError(f"{path}: cannot read the seeding file: {e}") from None

@@ -6,12 +6,16 @@ changes to whole points (the arena's text does not say them).
 """
 
 from dataclasses import dataclass
+from decimal import Decimal
+
+from pydantic import ValidationError
 
 from schemas.game_finished import GameFinished
+from schemas.seed_record import SeedRecord
 from worker.rules.categories import Category, category_of
-from worker.rules.hundredths import ONE, Hundredths, Points, hundredths, round_half_up
-from worker.rules.state import QualifyingGame, RatingState
-from worker.rules.system import Change, Kind, Pairing, Rated, Skip
+from worker.rules.hundredths import ONE, Hundredths, Points, hundredths, parse_fixed2, round_half_up
+from worker.rules.state import UNSEEN, QualifyingGame, RatingState
+from worker.rules.system import Change, Kind, Pairing, Rated, SeedRow, Skip
 from worker.rules.tables import dp_for, pd_higher
 
 FLOOR = Hundredths(1000 * ONE)  # a rating under 1000.00 is lost; exactly 1000.00 is kept
@@ -37,7 +41,7 @@ def expected_scores(rating_a: Hundredths, rating_b: Hundredths) -> tuple[Hundred
     return (high, low) if rating_a > rating_b else (low, high)
 
 
-def rated_game(category: Category, state: RatingState, expected: Hundredths, score: Hundredths) -> Change:
+def rated_game(category: Category, state: RatingState, expected: Hundredths, score: Hundredths) -> Change[RatingState]:
     """A rated player's game against a rated opponent: Rn = Ro + K * (score - PD), then the floor."""
     assert state.rating is not None
     k = k_factor(category, state.rated_games)
@@ -62,7 +66,7 @@ def first_rating(games: tuple[QualifyingGame, ...]) -> Hundredths:
 
 def qualifying_game(
     state: RatingState, game_id: str, opponent_id: str, opponent_rating: Hundredths, score: Hundredths
-) -> Change | None:
+) -> Change[RatingState] | None:
     """An unrated player's game against a rated opponent; None when it is not counted."""
     if not state.qualifying and score == 0:
         return None  # the count starts with the first game scoring at least 0.5
@@ -75,9 +79,38 @@ def qualifying_game(
     return Change(Kind.FIRST_RATING, RatingState(rating=rating, seq=state.seq))
 
 
+_WHITE_SCORE = {"1-0": Hundredths(100), "1/2-1/2": Hundredths(50), "0-1": Hundredths(0)}
+
+
 @dataclass(frozen=True, slots=True)
 class ArenaRules:
     """The arena's rating system (see `worker.rules.system.RatingSystem`)."""
+
+    name = "arena"
+    game_model = GameFinished
+    unseen = UNSEEN
+    categories = tuple(Category)
+    kinds = (
+        Kind.RATED_GAME,
+        Kind.QUALIFYING_GAME,
+        Kind.FIRST_RATING,
+        Kind.QUALIFICATION_RESET,
+        Kind.RATING_LOST,
+        Kind.IMPORTED,
+    )
+    skips = (
+        Skip.RATED_FALSE,
+        Skip.UNRATED_TIME_CONTROL,
+        Skip.FORFEIT,
+        Skip.ABORTED,
+        Skip.BOTH_UNRATED,
+        Skip.NOT_COUNTED,
+        Skip.DUPLICATE,
+    )
+    # A rated game and a lost rating change both players (both were rated): each has its event.
+    paired_kinds = frozenset({Kind.RATED_GAME, Kind.RATING_LOST})
+    seed_header = ("player_id", "category", "rating", "rated_games")
+    fact_names = "white, black, result, termination, rated or time control"
 
     def category(self, game: GameFinished) -> Category | Skip:
         if not game.rated:
@@ -90,7 +123,15 @@ class ArenaRules:
         category = category_of(tc.base_seconds, tc.increment_seconds)
         return Skip.UNRATED_TIME_CONTROL if category is None else category
 
-    def rate(self, pairing: Pairing, category: Category, white: RatingState, black: RatingState) -> Rated | Skip:
+    def rate_game(
+        self, game: GameFinished, category: str, white: RatingState, black: RatingState
+    ) -> Rated[RatingState] | Skip:
+        pairing = Pairing(game.game_id, game.white_id, game.black_id, _WHITE_SCORE[game.result])
+        return self.rate(pairing, Category(category), white, black)
+
+    def rate(
+        self, pairing: Pairing, category: Category, white: RatingState, black: RatingState
+    ) -> Rated[RatingState] | Skip:
         if white.rating is not None and black.rating is not None:
             pd_white, pd_black = expected_scores(white.rating, black.rating)
             return Rated(
@@ -106,3 +147,41 @@ class ArenaRules:
             return Skip.NOT_COUNTED if change is None else Rated(change, None)
         change = qualifying_game(black, pairing.game_id, pairing.white_id, white.rating, pairing.black_score)
         return Skip.NOT_COUNTED if change is None else Rated(None, change)
+
+    def facts(self, game: GameFinished) -> str:
+        return ""  # v1's facts only: the arena's digests are those of every earlier release
+
+    def numbered(self, state: RatingState, seq: int) -> RatingState:
+        return RatingState(state.rating, state.rated_games, state.qualifying, seq)
+
+    def parse_seed_row(self, fields: list[str]) -> SeedRow:
+        """`player_id,category,rating,rated_games`: an established rating (1000.00 or more, at
+        most two decimals) and its rated games (contract v1, "Seeding established ratings")."""
+        if len(fields) != len(self.seed_header):
+            raise ValueError(f"expected {len(self.seed_header)} fields, got {len(fields)}")
+        player_id, category, rating, rated_games = fields
+        try:
+            value = parse_fixed2(rating)
+        except ValueError as e:
+            raise ValueError(f"rating: {e}") from None
+        if not (rated_games.isascii() and rated_games.isdigit()):
+            raise ValueError(f"rated_games: {rated_games!r} is not an integer >= 0")
+        try:
+            record = SeedRecord(
+                player_id=player_id,
+                category=category,  # type: ignore[arg-type]  # validated by the model
+                rating=Decimal(value) / 100,
+                rated_games=int(rated_games),
+            )
+        except ValidationError as e:
+            first = e.errors(include_url=False)[0]
+            field = ".".join(str(p) for p in first["loc"])
+            raise ValueError(f"{field}: {first['msg']}") from None
+        return SeedRow(record.player_id, Category(record.category), value, record.rated_games)
+
+    def seeded(self, row: SeedRow, current: RatingState) -> RatingState:
+        return RatingState(rating=row.rating, rated_games=row.rated_games, seq=current.seq)
+
+    def row_of(self, player_id: str, category: str, state: RatingState) -> SeedRow | None:
+        # Contract v1's `imported` event always carries a rating: an unrated one is not imported.
+        return None if state.rating is None else SeedRow(player_id, category, state.rating, state.rated_games)

@@ -1,27 +1,41 @@
 """The interface between the engine and a rating system.
 
 The engine owns everything that is the same for any system: duplicates, sequence numbers,
-events and their encoding. A rating system owns only the arithmetic of its regulations:
-which games count in which category (`category`) and what a counted game does to the two
-ratings involved (`rate`). The arena's rules (`worker.rules.arena`) are one implementation.
+event ids, the order of a game's events, and the seeding policy (a row equal to the state is
+skipped, a rating with state is refused unless forced). A rating system owns the rest, and
+nothing of Kafka, Redis or the event encoding:
 
-A per-game system (US Chess correspondence, Glicko-2 with one-game periods) implements `rate`
-directly. A per-period system (FIDE, Tornelo: one change per rating period from the sum of
-its games) would record the game in the state in `rate` and change the rating when a period
-closes; that needs a second entry point, added when such a system is built, not before.
+- its input: the model its games are decoded with (`game_model`) and the facts beside v1's
+  that make a redelivery the same game (`facts`);
+- its state: a value with a `rating` (None while unrated) and a `seq`, its never-seen value
+  (`unseen`) and how a state is numbered (`numbered`);
+- its arithmetic: which games count in which category (`category`) and what a counted game
+  does to the two ratings involved (`rate_game`): a `Change` per rating it changes;
+- its seeding rows: their header and syntax (`parse_seed_row`), the state a row gives
+  (`seeded`) and the row that imports a rebuilt state (`row_of`, for `switch-over`);
+- the values its metrics and events take (`categories`, `kinds`, `skips`), and which kinds
+  of change always come in pairs (`paired_kinds`: a game that made one made the other player's
+  too, which `restore` checks).
+
+The arena's rules (`worker.rules.arena`) and US Chess correspondence (`worker.rules.uscf_cc`)
+implement it. A per-period system (FIDE, Tornelo: one change per rating period from the sum of
+its games) needs a second entry point, added when such a system is built, not before.
 """
 
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple, Protocol
+from typing import Generic, NamedTuple, Protocol
+
+from typing_extensions import TypeVar  # a TypeVar with a default (PEP 696, typing's own from 3.13)
 
 from schemas.game_finished import GameFinished
-from worker.rules.categories import Category
 from worker.rules.hundredths import ONE, Hundredths
 from worker.rules.state import RatingState
 
 
 class Skip(StrEnum):
-    """Why a valid game changed nothing. The values are metric labels: do not rename."""
+    """Why a valid game changed nothing, for every system (each lists its own in `skips`). The
+    values are metric labels: do not rename."""
 
     RATED_FALSE = "rated_false"
     UNRATED_TIME_CONTROL = "unrated_time_control"
@@ -29,31 +43,51 @@ class Skip(StrEnum):
     ABORTED = "aborted"
     BOTH_UNRATED = "both_unrated"
     NOT_COUNTED = "not_counted"  # an unrated player's loss before his count starts
+    FORFEIT_UNRATED_WINNER = "forfeit_unrated_winner"  # uscf-cc: a special forfeit won by an unrated player
     DUPLICATE = "duplicate"  # decided by the engine, never by a rating system
 
 
 class Kind(StrEnum):
-    """What happened to one rating; the `kind` field of the output event."""
+    """What happened to one rating, for every system (each lists its own in `kinds`); the `kind`
+    field of the output event."""
 
     RATED_GAME = "rated_game"
     QUALIFYING_GAME = "qualifying_game"
     FIRST_RATING = "first_rating"
     QUALIFICATION_RESET = "qualification_reset"
     RATING_LOST = "rating_lost"
+    GAME_CREDIT = "game_credit"  # uscf-cc: the rating unchanged, one game credit more
+    FORFEIT_WIN = "forfeit_win"  # uscf-cc: a special forfeit's points for its winner
     IMPORTED = "imported"
 
 
-class Change(NamedTuple):
-    """What a game did to one rating. `after.seq` is the state's old seq: the engine numbers changes."""
+class State(Protocol):
+    """What the engine reads of any system's state: its rating (None while unrated) and its
+    version (every change raises `seq` by one; only the engine advances it)."""
+
+    @property
+    def rating(self) -> Hundredths | None: ...
+
+    @property
+    def seq(self) -> int: ...
+
+
+# A system's state; the arena's where a type does not say (the default system's: RATING_SYSTEM).
+S = TypeVar("S", bound=State, default=RatingState)
+
+
+class Change(NamedTuple, Generic[S]):
+    """What a game did to one rating. `after.seq` is the state's old seq: the engine numbers changes.
+    `k_factor` and `expected_score` are the event's detail, where the system's contract has them."""
 
     kind: Kind
-    after: RatingState
+    after: S
     k_factor: int | None = None
     expected_score: Hundredths | None = None  # PD
 
 
 class Pairing(NamedTuple):
-    """The facts of a counted game that a rating system needs."""
+    """The facts of a counted game that the arena's rules read."""
 
     game_id: str
     white_id: str
@@ -65,18 +99,82 @@ class Pairing(NamedTuple):
         return Hundredths(ONE - self.white_score)
 
 
-class Rated(NamedTuple):
-    """The changes of a counted game; None for a player whose rating it leaves alone."""
+class Rated(NamedTuple, Generic[S]):
+    """The changes of a counted game; None for a player whose rating it leaves alone (no event)."""
 
-    white: Change | None
-    black: Change | None
+    white: Change[S] | None
+    black: Change[S] | None
 
 
-class RatingSystem(Protocol):
-    def category(self, game: GameFinished) -> Category | Skip:
+@dataclass(frozen=True, slots=True)
+class SeedRow:
+    """A validated seeding row (or a rebuilt state to import): a rating in hundredths (None only
+    where the system imports an unrated state) and its count (`rated_games`: the arena's rated
+    games, uscf-cc's game credits)."""
+
+    player_id: str
+    category: str
+    rating: Hundredths | None
+    rated_games: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.player_id}/{self.category}"
+
+
+class RatingSystem(Protocol[S]):
+    @property
+    def name(self) -> str: ...  # RATING_SYSTEM
+
+    @property
+    def game_model(self) -> type[GameFinished]: ...  # its input: v1's game, or v1 with its own fields
+
+    @property
+    def unseen(self) -> S: ...  # the state of a rating never seen
+
+    @property
+    def categories(self) -> tuple[str, ...]: ...
+
+    @property
+    def kinds(self) -> tuple[Kind, ...]: ...
+
+    @property
+    def skips(self) -> tuple[Skip, ...]: ...
+
+    @property
+    def paired_kinds(self) -> frozenset[Kind]: ...
+
+    @property
+    def seed_header(self) -> tuple[str, ...]: ...
+
+    @property
+    def fact_names(self) -> str: ...  # the facts of a game, for the message of a conflicting duplicate
+
+    def category(self, game: GameFinished) -> str | Skip:
         """The category whose ratings the game may change, or why it changes none."""
         ...
 
-    def rate(self, pairing: Pairing, category: Category, white: RatingState, black: RatingState) -> Rated | Skip:
+    def rate_game(self, game: GameFinished, category: str, white: S, black: S) -> Rated[S] | Skip:
         """What the game does to the two players' states in `category` (pure)."""
+        ...
+
+    def facts(self, game: GameFinished) -> str:
+        """The system's facts beside v1's that make a redelivery the same game ("" for none)."""
+        ...
+
+    def numbered(self, state: S, seq: int) -> S:
+        """`state` with `seq`."""
+        ...
+
+    def parse_seed_row(self, fields: list[str]) -> SeedRow:
+        """One row of the system's seeding file; ValueError("field: why") if it is invalid."""
+        ...
+
+    def seeded(self, row: SeedRow, current: S) -> S:
+        """The state a row gives over `current` (with `current`'s seq: the engine numbers it)."""
+        ...
+
+    def row_of(self, player_id: str, category: str, state: S) -> SeedRow | None:
+        """The row that imports `state` (a rebuilt one, `switch-over`), or None if the system's
+        contract cannot import it."""
         ...

@@ -16,17 +16,19 @@ him (at most 10.00, no credit) and nothing to anyone else; then both unrated (17
 result (a provisional player involved and the winner 400.00 or more above the loser: a
 credit each), else each player by his own status.
 
-This module is the rules only: wiring it into the engine (its state in Redis and in events,
-its input field `forfeit_kind`, its kinds and skip reasons) is the rest of the uscf-cc work.
+`CcRules` is the system the engine runs (`worker.rules.system.RatingSystem`): its input is the
+correspondence game (v1 plus `forfeit_kind`), its one category `correspondence`.
 """
 
 import re
-from enum import StrEnum
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple, cast
 
 from schemas.correspondence_game import CorrespondenceGameFinished
+from schemas.game_finished import GameFinished
 from schemas.types import ID_PATTERN
 from worker.rules.hundredths import ONE, Hundredths, parse_fixed2
+from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 
 ESTABLISHED_CREDITS = 25  # with 25 credits a player is established: his 26th game is computed so (U4)
 ED_LIMIT = Hundredths(350 * ONE)
@@ -53,28 +55,10 @@ class CcState(NamedTuple):
         return self.rating is not None and self.credits >= ESTABLISHED_CREDITS
 
 
-class CcKind(StrEnum):
-    RATED_GAME = "rated_game"
-    GAME_CREDIT = "game_credit"
-    FIRST_RATING = "first_rating"
-    FORFEIT_WIN = "forfeit_win"
-    IMPORTED = "imported"
-
-
-class CcSkip(StrEnum):
-    """Why a valid game changes nothing. Metric label values: do not rename."""
-
-    RATED_FALSE = "rated_false"
-    ABORTED = "aborted"
-    FORFEIT_UNRATED_WINNER = "forfeit_unrated_winner"
-
-
-class CcChange(NamedTuple):
-    """What a game did to one rating; `after.seq` is the old seq (the engine numbers changes)."""
-
-    kind: CcKind
-    after: CcState
-    k_factor: int | None = None
+# What a game did to one rating (`after.seq` is the old seq: the engine numbers changes), and a
+# game's changes (None for a player it leaves alone: no event).
+CcChange = Change[CcState]
+CcRated = Rated[CcState]
 
 
 class CcGame(NamedTuple):
@@ -84,13 +68,6 @@ class CcGame(NamedTuple):
     rated: bool = True
     aborted: bool = False
     special_forfeit: bool = False  # termination forfeit with forfeit_kind "special" (never a draw)
-
-
-class CcRated(NamedTuple):
-    """The changes of a game; None for a player it leaves alone (no event)."""
-
-    white: CcChange | None
-    black: CcChange | None
 
 
 def round_half_away(numerator: int, denominator: int) -> int:
@@ -148,12 +125,12 @@ def forfeit_points(state: CcState) -> Hundredths:
     return Hundredths(min(FORFEIT_CAP, round_half_away((won - ro) * FORFEIT_SHARE, 100)))
 
 
-def rate(game: CcGame, white: CcState, black: CcState) -> CcRated | CcSkip:
+def rate(game: CcGame, white: CcState, black: CcState) -> CcRated | Skip:
     """What a valid, not duplicate game does to its two players' states (section 4's order)."""
     if not game.rated:
-        return CcSkip.RATED_FALSE
+        return Skip.RATED_FALSE
     if game.aborted:
-        return CcSkip.ABORTED
+        return Skip.ABORTED
     if game.special_forfeit:
         return _special_forfeit(game, white, black)
     if white.rating is None and black.rating is None:
@@ -161,13 +138,13 @@ def rate(game: CcGame, white: CcState, black: CcState) -> CcRated | CcSkip:
     if white.rating is None or black.rating is None:
         return _one_unrated(game.white_score, white, black)
     if _predictable(game.white_score, white, black):
-        return CcRated(_credit(white), _credit(black))
+        return Rated(_credit(white), _credit(black))
     black_score = Hundredths(ONE - game.white_score)
-    return CcRated(_rated(white, black.rating, game.white_score), _rated(black, white.rating, black_score))
+    return Rated(_rated(white, black.rating, game.white_score), _rated(black, white.rating, black_score))
 
 
 def _credit(state: CcState) -> CcChange:
-    return CcChange(CcKind.GAME_CREDIT, state._replace(credits=state.credits + 1))
+    return Change(Kind.GAME_CREDIT, state._replace(credits=state.credits + 1))
 
 
 def _rated(state: CcState, opponent: Hundredths, score: Hundredths) -> CcChange:
@@ -175,9 +152,9 @@ def _rated(state: CcState, opponent: Hundredths, score: Hundredths) -> CcChange:
     assert state.rating is not None
     if state.established:
         after = established_rating(state.rating, opponent, score)
-        return CcChange(CcKind.RATED_GAME, CcState(after, state.credits + 1, state.seq), k_factor(state.rating))
+        return Change(Kind.RATED_GAME, CcState(after, state.credits + 1, state.seq), k_factor(state.rating))
     after = running_average(state.rating, state.credits, performance(opponent, score))
-    return CcChange(CcKind.RATED_GAME, CcState(after, state.credits + 1, state.seq))
+    return Change(Kind.RATED_GAME, CcState(after, state.credits + 1, state.seq))
 
 
 def _predictable(white_score: Hundredths, white: CcState, black: CcState) -> bool:
@@ -193,9 +170,9 @@ def _both_unrated(white_score: Hundredths, white: CcState, black: CcState) -> Cc
     """U8: 1700.00 for the winner, 1300.00 for the loser, 1500.00 each for a draw."""
     firsts = {WIN: (FIRST_WIN, FIRST_LOSS), DRAW: (FIRST_DRAW, FIRST_DRAW), LOSS: (FIRST_LOSS, FIRST_WIN)}
     first_white, first_black = firsts[white_score]
-    return CcRated(
-        CcChange(CcKind.FIRST_RATING, CcState(first_white, 1, white.seq)),
-        CcChange(CcKind.FIRST_RATING, CcState(first_black, 1, black.seq)),
+    return Rated(
+        Change(Kind.FIRST_RATING, CcState(first_white, 1, white.seq)),
+        Change(Kind.FIRST_RATING, CcState(first_black, 1, black.seq)),
     )
 
 
@@ -204,22 +181,22 @@ def _one_unrated(white_score: Hundredths, white: CcState, black: CcState) -> CcR
     if white.rating is None:
         assert black.rating is not None
         first = performance(black.rating, white_score)
-        return CcRated(CcChange(CcKind.FIRST_RATING, CcState(first, 1, white.seq)), _credit(black))
+        return Rated(Change(Kind.FIRST_RATING, CcState(first, 1, white.seq)), _credit(black))
     first = performance(white.rating, Hundredths(ONE - white_score))
-    return CcRated(_credit(white), CcChange(CcKind.FIRST_RATING, CcState(first, 1, black.seq)))
+    return Rated(_credit(white), Change(Kind.FIRST_RATING, CcState(first, 1, black.seq)))
 
 
-def _special_forfeit(game: CcGame, white: CcState, black: CcState) -> CcRated | CcSkip:
+def _special_forfeit(game: CcGame, white: CcState, black: CcState) -> CcRated | Skip:
     """U10, U19: only a rated winner changes, by the forfeit points, with no credit."""
     if game.white_score == DRAW:
         raise ValueError("a special forfeit has a winner (the input check refuses a drawn one)")
     white_won = game.white_score == WIN
     winner = white if white_won else black
     if winner.rating is None:
-        return CcSkip.FORFEIT_UNRATED_WINNER
+        return Skip.FORFEIT_UNRATED_WINNER
     k = k_factor(winner.rating) if winner.established else None
-    change = CcChange(CcKind.FORFEIT_WIN, winner._replace(rating=Hundredths(winner.rating + forfeit_points(winner))), k)
-    return CcRated(change, None) if white_won else CcRated(None, change)
+    change = Change(Kind.FORFEIT_WIN, winner._replace(rating=Hundredths(winner.rating + forfeit_points(winner))), k)
+    return Rated(change, None) if white_won else Rated(None, change)
 
 
 # --- the input: a valid game's facts for the rules, and for duplicates
@@ -250,17 +227,7 @@ CATEGORY = "correspondence"  # the one category of the system (U16)
 SEED_HEADER = ("player_id", "category", "rating", "rated_games")
 
 
-class CcSeed(NamedTuple):
-    player_id: str
-    rating: Hundredths
-    credits: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.player_id}/{CATEGORY}"
-
-
-def parse_seed_row(fields: list[str]) -> CcSeed:
+def parse_seed_row(fields: list[str]) -> SeedRow:
     """One row, as the contract writes it: an id, `correspondence`, a decimal with at most two
     decimals and an optional leading `-` (no floor, U12, U21), and at least one game credit.
     ValueError says which field is wrong."""
@@ -278,4 +245,58 @@ def parse_seed_row(fields: list[str]) -> CcSeed:
         raise ValueError(f"rating: {e}") from None
     if not (credits.isascii() and credits.isdigit()) or int(credits) < 1:
         raise ValueError(f"rated_games: {credits!r} is not an integer >= 1 (a rating averages at least one game)")
-    return CcSeed(player_id, Hundredths(-magnitude if negative else magnitude), int(credits))
+    return SeedRow(player_id, CATEGORY, Hundredths(-magnitude if negative else magnitude), int(credits))
+
+
+# --- the system the engine runs
+
+
+@dataclass(frozen=True, slots=True)
+class CcRules:
+    """US Chess correspondence as a rating system (see `worker.rules.system.RatingSystem`)."""
+
+    name = "uscf-cc"
+    game_model = CorrespondenceGameFinished
+    unseen = CcState()
+    categories = (CATEGORY,)
+    kinds = (Kind.RATED_GAME, Kind.FIRST_RATING, Kind.GAME_CREDIT, Kind.FORFEIT_WIN, Kind.IMPORTED)
+    skips = (Skip.RATED_FALSE, Skip.ABORTED, Skip.FORFEIT_UNRATED_WINNER, Skip.DUPLICATE)
+    # Every game but a special forfeit changes both players: a first rating beside a credit or a
+    # first rating, a credit beside a credit, a rated game beside a rated game.
+    paired_kinds = frozenset({Kind.RATED_GAME, Kind.FIRST_RATING, Kind.GAME_CREDIT})
+    seed_header = SEED_HEADER
+    fact_names = "white, black, result, termination, rated, time control or a forfeit's forfeit_kind"
+
+    def category(self, game: GameFinished) -> str | Skip:
+        """Every game is a correspondence game (U16); `rated: false` and aborted games change
+        nothing (section 4, steps 3 and 4)."""
+        if not game.rated:
+            return Skip.RATED_FALSE
+        if game.termination == "aborted":
+            return Skip.ABORTED
+        return CATEGORY
+
+    def rate_game(self, game: GameFinished, category: str, white: CcState, black: CcState) -> CcRated | Skip:
+        return rate(game_of(_correspondence(game)), white, black)
+
+    def facts(self, game: GameFinished) -> str:
+        return duplicate_facts(_correspondence(game))
+
+    def numbered(self, state: CcState, seq: int) -> CcState:
+        return CcState(state.rating, state.credits, seq)
+
+    def parse_seed_row(self, fields: list[str]) -> SeedRow:
+        return parse_seed_row(fields)
+
+    def seeded(self, row: SeedRow, current: CcState) -> CcState:
+        return CcState(row.rating, row.rated_games, current.seq)
+
+    def row_of(self, player_id: str, category: str, state: CcState) -> SeedRow:
+        # Contract v2 imports any state, an unrated one too (`rating_after` null).
+        return SeedRow(player_id, category, state.rating, state.credits)
+
+
+def _correspondence(game: GameFinished) -> CorrespondenceGameFinished:
+    """A deployment of this system decodes its input with `CcRules.game_model`: every game it
+    is given is a correspondence game."""
+    return cast(CorrespondenceGameFinished, game)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from worker import metrics
 from worker.stream import retry
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ async def serve_http(health: Health, port: int, host: str = "0.0.0.0") -> asynci
             parts = request.decode("latin-1").split()
             path = parts[1] if len(parts) > 1 else "/"
             if path == "/metrics":
-                status, body, ctype = 200, generate_latest(), CONTENT_TYPE_LATEST
+                status, body, ctype = 200, generate_latest(metrics.EXPOSED), CONTENT_TYPE_LATEST
             elif path in ("/livez", "/readyz"):
                 ok, reason = health.live(time.monotonic()) if path == "/livez" else health.ready()
                 status, body, ctype = (200 if ok else 503), (reason + "\n").encode(), "text/plain; charset=utf-8"

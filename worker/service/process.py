@@ -24,18 +24,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from worker import metrics
+from worker.rules.systems import RULES
 from worker.service import memory_trace
 from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
 from worker.service.health import Health, serve_http, watch_dependencies
 from worker.service.owner import PrefixOwned
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
-from worker.store.redis_store import RedisStore
+from worker.store.redis_store import RedisStateStore
 from worker.stream import retry
 from worker.stream.consumer import RatingConsumer, WatermarkAhead
 from worker.stream.dead_letters import DeadLetters
@@ -123,6 +124,7 @@ async def serve(settings: WorkerSettings) -> int:
 
 
 async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Progress) -> int:
+    metrics.prepare(RULES[settings.system])
     metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
     health = Health(stall_seconds=settings.stall_seconds)
     metrics.STALL_THRESHOLD.set(settings.stall_seconds)
@@ -177,7 +179,7 @@ def _games_summary(totals: Counter[str]) -> str:
 
 async def _run_consumer(
     worker: RatingConsumer,
-    store: RedisStore,
+    store: RedisStateStore[Any],
     producer: AIOKafkaProducer,
     health: Health,
     stopping: asyncio.Event,

@@ -6,16 +6,17 @@ import socket
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
 from worker.engine.engine import Engine
-from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Points
+from worker.rules.systems import RULES
 from worker.service.connections import close_quietly, kafka_options, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
-from worker.store.redis_store import RedisStore
+from worker.store.redis_store import STORES, RedisStateStore
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
 from worker.stream.retry import KAFKA_CONNECT, REDIS_CONNECT, retrying
@@ -41,15 +42,18 @@ def make_producer(settings: WorkerSettings) -> AIOKafkaProducer:
 
 
 @asynccontextmanager
-async def pipeline_for(settings: WorkerSettings) -> AsyncIterator[tuple[Pipeline, AIOKafkaProducer, RedisStore]]:
-    """The pipeline (Redis store, publisher) that `run`, `import` and `switch-over` share."""
+async def pipeline_for(
+    settings: WorkerSettings,
+) -> AsyncIterator[tuple[Pipeline[Any], AIOKafkaProducer, RedisStateStore[Any]]]:
+    """The pipeline (Redis store, publisher) that `run`, `import` and `switch-over` share, for the
+    deployment's rating system (RATING_SYSTEM): its rules, its contract, its state in Redis."""
     redis = make_redis(settings)
     producer = make_producer(settings)
     try:
         await retrying(KAFKA_CONNECT, producer.start)
         await retrying(REDIS_CONNECT, redis.ping)
         await own_prefix(redis, settings.redis_key_prefix, settings.system, write=True)
-        store = RedisStore(
+        store = STORES[settings.system](
             redis,
             settings.redis_key_prefix,
             process_token(),
@@ -58,7 +62,7 @@ async def pipeline_for(settings: WorkerSettings) -> AsyncIterator[tuple[Pipeline
             settings.redis_wait_replicas,
             settings.redis_wait_timeout_ms,
         )
-        engine = Engine(ArenaRules(), Points(settings.training_rating))
+        engine = Engine(RULES[settings.system], Points(settings.training_rating))
         publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)
         yield Pipeline(engine, store, publisher), producer, store
     finally:

@@ -250,6 +250,10 @@ class CcRedisStore(RedisStateStore[CcState]):
     codec = CC_STATES
 
 
+# Each rating system's store, by RATING_SYSTEM (`worker.rules.systems`).
+STORES: dict[str, type[RedisStateStore[Any]]] = {"arena": RedisStore, "uscf-cc": CcRedisStore}
+
+
 def _claimed(claimed: list[Any], blocked: list[bytes], ours: dict[str, list[bytes]]) -> Claimed:
     outboxes = {}
     for i in range(0, len(claimed), 2):

@@ -6,9 +6,12 @@ entries joined by ";". Ids never contain "|", "," or ";". The seq comes first so
 check-and-set script reads the version with one pattern match.
 """
 
+from typing import Any
+
 from worker.rules.hundredths import Hundredths
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.uscf_cc import CcState
+from worker.store.protocol import StateCodec
 
 
 def encode_state(state: RatingState) -> bytes:
@@ -64,3 +67,7 @@ class CcStateCodec:
 
 
 CC_STATES = CcStateCodec()
+
+
+# Each rating system's codec, by RATING_SYSTEM (`worker.rules.systems`).
+CODECS: dict[str, StateCodec[Any]] = {"arena": RATING_STATES, "uscf-cc": CC_STATES}

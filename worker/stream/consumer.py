@@ -20,12 +20,13 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError
 
 from worker import metrics
-from worker.engine.decoder import BadInput, ErrorKind, decode_game
+from worker.engine.decoder import BadInput, ErrorKind, decode_as
 from worker.engine.engine import GameOutcome, Verdict
 from worker.engine.schedule import Item, Replayed, game_of
 from worker.service.health import Health
@@ -56,7 +57,7 @@ class RatingConsumer:
     def __init__(
         self,
         consumer: AIOKafkaConsumer,
-        pipeline: Pipeline,
+        pipeline: Pipeline[Any],
         dead_letters: DeadLetters,
         batch_size: int,
         max_message_bytes: int,
@@ -185,6 +186,8 @@ class RatingConsumer:
         metrics.GAMES_CONSUMED.inc(sum(len(records) for records in batches.values()))
         await self.load_watermarks(batches)
         self.check_ends()
+        rules = self.pipeline.engine.rules
+        model = rules.game_model
         for tp, records in batches.items():
             below = self.watermarks.get(tp, 0)
             for record in records:
@@ -198,7 +201,7 @@ class RatingConsumer:
                     tuple(record.headers or ()),
                 )
                 try:
-                    game = decode_game(record.value if record.value is not None else b"", self.max_message_bytes)
+                    game = decode_as(model, record.value if record.value is not None else b"", self.max_message_bytes)
                 except BadInput as e:
                     letters.append(DeadLetter(source, e))
                     continue
@@ -227,8 +230,7 @@ class RatingConsumer:
                 game_id = "" if conflicting is None else conflicting.game_id
                 error = BadInput(
                     ErrorKind.CONFLICTING_DUPLICATE,
-                    f"game {game_id} was already recorded with other facts (white, black, result, "
-                    "termination, rated or time control differ)",
+                    f"game {game_id} was already recorded with other facts ({rules.fact_names} differ)",
                 )
                 letters.append(DeadLetter(source, error))
         tally.add_to_metrics()
@@ -287,7 +289,7 @@ class _Tally:
     published: Counter[tuple[str, str]] = field(default_factory=Counter)  # (kind, category)
     skipped: Counter[str] = field(default_factory=Counter)  # by reason
 
-    def count(self, outcome: GameOutcome) -> None:
+    def count(self, outcome: GameOutcome[Any]) -> None:
         if outcome.verdict is Verdict.APPLIED:
             self.rated += 1
             self.published.update((u.event.kind, u.event.category) for u in outcome.updates)

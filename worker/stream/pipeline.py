@@ -9,10 +9,11 @@ import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Generic
 
 from worker.engine.engine import Engine
 from worker.engine.schedule import Item, Planned, read_and_plan, unapplied
-from worker.rules.state import RatingState
+from worker.rules.system import S
 from worker.store.protocol import Claimed, Store, Watermark
 from worker.stream.publisher import Publisher
 from worker.stream.retry import REDIS_ACK, REDIS_APPLY, REDIS_CLAIM, REDIS_READ, REDIS_WAIT, retrying
@@ -32,13 +33,13 @@ class BatchStats:
     events_sent: int = 0
 
 
-class Pipeline:
-    def __init__(self, engine: Engine, store: Store[RatingState], publisher: Publisher) -> None:
+class Pipeline(Generic[S]):
+    def __init__(self, engine: Engine[S], store: Store[S], publisher: Publisher) -> None:
         self.engine = engine
         self.store = store
         self.publisher = publisher
 
-    async def run(self, items: Sequence[Item], marks: Sequence[Watermark] = ()) -> tuple[list[Planned], BatchStats]:
+    async def run(self, items: Sequence[Item], marks: Sequence[Watermark] = ()) -> tuple[list[Planned[S]], BatchStats]:
         """Apply `items` in order; return each item's final plan (what was decided for it).
 
         1. Read every state and idempotency record the pending items need (one script call).
@@ -58,7 +59,7 @@ class Pipeline:
                 await retrying(REDIS_APPLY, self.store.apply, (), (), marks)
                 await retrying(REDIS_WAIT, self.store.replicated)
             return [], stats
-        final: list[Planned | None] = [None] * len(items)
+        final: list[Planned[S] | None] = [None] * len(items)
         pending = list(range(len(items)))
         blocked: set[str] = set()
         while pending:

@@ -17,6 +17,7 @@ from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from worker.operate.redis_ops import read_states
 from worker.rules.state import RatingState
+from worker.store.state_codec import RATING_STATES
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +57,7 @@ def game(game_id: str) -> bytes:
 async def states(stack: Stack, player: str) -> dict[str, RatingState]:
     redis = Redis.from_url(stack.redis.url)
     try:
-        return await read_states(redis, "rating:", [f"{player}/{c}" for c in CATEGORIES])
+        return await read_states(redis, "rating:", [f"{player}/{c}" for c in CATEGORIES], RATING_STATES)
     finally:
         await redis.aclose()
 

@@ -11,16 +11,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from worker.rules.hundredths import Hundredths, display
+from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 from worker.rules.uscf_cc import (
     DRAW,
     LOSS,
     WIN,
     CcChange,
     CcGame,
-    CcKind,
-    CcRated,
-    CcSeed,
-    CcSkip,
     CcState,
     k_factor,
     parse_seed_row,
@@ -47,7 +44,7 @@ def P(rating: str, credits: int) -> CcState:  # (P n): provisional with n credit
 
 U = CcState()  # (U): unrated
 SCORES = {"1-0": WIN, "1/2": DRAW, "0-1": LOSS}
-R, C, F = CcKind.RATED_GAME, CcKind.GAME_CREDIT, CcKind.FIRST_RATING
+R, C, F = Kind.RATED_GAME, Kind.GAME_CREDIT, Kind.FIRST_RATING
 
 
 def after(state: CcState, rating: str, credits: int) -> CcState:
@@ -93,11 +90,11 @@ def test_worked_example(
     result: str,
     white_after: tuple[str, int],
     black_after: tuple[str, int],
-    kinds: tuple[CcKind, CcKind],
+    kinds: tuple[Kind, Kind],
     ks: tuple[int | None, int | None],
 ) -> None:
     rated = rate(CcGame(SCORES[result]), white, black)
-    assert isinstance(rated, CcRated) and rated.white and rated.black
+    assert isinstance(rated, Rated) and rated.white and rated.black
     assert rated.white.after == after(white, *white_after)
     assert rated.black.after == after(black, *black_after)
     assert (rated.white.kind, rated.black.kind) == kinds
@@ -116,7 +113,7 @@ def test_john_doe_source_example_2() -> None:
     games += [("1000", DRAW, "1600.00", R, "1014.00", R)]
     for credits, (opponent, score, john_after, john_kind, opponent_after, opponent_kind) in enumerate(games, 1):
         rated = rate(CcGame(score), john, E(opponent))
-        assert isinstance(rated, CcRated) and rated.white and rated.black
+        assert isinstance(rated, Rated) and rated.white and rated.black
         assert (rated.white.after, rated.white.kind) == (CcState(h(john_after), credits), john_kind)
         assert (rated.black.after.rating, rated.black.kind) == (h(opponent_after), opponent_kind)
         assert rated.black.after.credits == 41
@@ -143,14 +140,14 @@ def forfeit(winner_white: bool = True) -> CcGame:
 def test_special_forfeit_worked_examples(number: int, winner: CcState, rating_after: str, k: int | None) -> None:
     for loser in (E("1300"), U, P("1500", 2)):
         rated = rate(forfeit(), winner, loser)
-        assert rated == CcRated(forfeit_win(winner, rating_after, k), None), number
+        assert rated == Rated(forfeit_win(winner, rating_after, k), None), number
         # Black winning: the same change on his side; white, the loser, gets nothing.
-        assert rate(forfeit(winner_white=False), loser, winner) == CcRated(None, forfeit_win(winner, rating_after, k))
+        assert rate(forfeit(winner_white=False), loser, winner) == Rated(None, forfeit_win(winner, rating_after, k))
 
 
 def forfeit_win(winner: CcState, rating: str, k: int | None) -> CcChange:
     """The winner's only change: the points added, his credits and seq as they were."""
-    return CcChange(CcKind.FORFEIT_WIN, CcState(h(rating), winner.credits, winner.seq), k)
+    return Change(Kind.FORFEIT_WIN, CcState(h(rating), winner.credits, winner.seq), k)
 
 
 @pytest.mark.parametrize(
@@ -159,22 +156,22 @@ def forfeit_win(winner: CcState, rating: str, k: int | None) -> CcChange:
 )
 def test_example_31_a_provisional_winner_gets_80_over_n_plus_1_capped_at_10(credits: int, points: str) -> None:
     rated = rate(forfeit(), P("1500", credits), E("1400"))
-    assert isinstance(rated, CcRated) and rated.white and rated.black is None
+    assert isinstance(rated, Rated) and rated.white and rated.black is None
     assert rated.white.after == CcState(Hundredths(h("1500") + h(points)), credits, 3)
     assert rated.white.k_factor is None
 
 
 def test_example_33_an_unrated_winner_of_a_special_forfeit_changes_nothing() -> None:
-    assert rate(forfeit(), U, E("1300")) is CcSkip.FORFEIT_UNRATED_WINNER
-    assert rate(forfeit(winner_white=False), E("1300"), U) is CcSkip.FORFEIT_UNRATED_WINNER
+    assert rate(forfeit(), U, E("1300")) is Skip.FORFEIT_UNRATED_WINNER
+    assert rate(forfeit(winner_white=False), E("1300"), U) is Skip.FORFEIT_UNRATED_WINNER
 
 
 def test_example_41_unrated_and_aborted_games_change_nothing() -> None:
-    assert rate(CcGame(WIN, rated=False), E("1600"), E("1400")) is CcSkip.RATED_FALSE
-    assert rate(CcGame(WIN, aborted=True), E("1600"), E("1400")) is CcSkip.ABORTED
+    assert rate(CcGame(WIN, rated=False), E("1600"), E("1400")) is Skip.RATED_FALSE
+    assert rate(CcGame(WIN, aborted=True), E("1600"), E("1400")) is Skip.ABORTED
     # rated: false is decided first, then aborted, then a special forfeit (section 4's order).
-    assert rate(CcGame(WIN, rated=False, aborted=True, special_forfeit=True), U, U) is CcSkip.RATED_FALSE
-    assert rate(CcGame(WIN, aborted=True, special_forfeit=True), U, U) is CcSkip.ABORTED
+    assert rate(CcGame(WIN, rated=False, aborted=True, special_forfeit=True), U, U) is Skip.RATED_FALSE
+    assert rate(CcGame(WIN, aborted=True, special_forfeit=True), U, U) is Skip.ABORTED
 
 
 def test_rounding_is_half_away_from_zero_and_tiers_are_exact() -> None:
@@ -195,7 +192,7 @@ def test_two_established_players_of_a_tier_get_opposite_changes_when_both_stay_i
     white: Hundredths, black: Hundredths, score: Hundredths
 ) -> None:
     rated = rate(CcGame(score), CcState(white, 30), CcState(black, 30))
-    assert isinstance(rated, CcRated) and rated.white and rated.black
+    assert isinstance(rated, Rated) and rated.white and rated.black
     new_white, new_black = rated.white.after.rating, rated.black.after.rating
     assert new_white is not None and new_black is not None
     if len({tier(white), tier(black), tier(new_white), tier(new_black)}) == 1:
@@ -215,7 +212,7 @@ def test_u5_a_player_starting_unrated_stays_near_the_exact_mean_of_his_performan
     credit his rating before it. Opponents are established or provisional (`None`: an
     established opponent at the other rating drawn) so every kind of credit occurs."""
     rated = rate(CcGame(first_score), CcState(), CcState(first_opponent, 40))
-    assert isinstance(rated, CcRated) and rated.white
+    assert isinstance(rated, Rated) and rated.white
     player = rated.white.after
     assert player.rating is not None
     values = [Fraction(player.rating)]
@@ -224,10 +221,10 @@ def test_u5_a_player_starting_unrated_stays_near_the_exact_mean_of_his_performan
         before = player.rating
         assert before is not None
         rated = rate(CcGame(score), player, opponent)
-        assert isinstance(rated, CcRated) and rated.white
+        assert isinstance(rated, Rated) and rated.white
         player = rated.white.after
         assert player.rating is not None
-        if rated.white.kind is CcKind.GAME_CREDIT:
+        if rated.white.kind is Kind.GAME_CREDIT:
             values.append(Fraction(before))
         else:
             opponent_before = opponent.rating
@@ -242,10 +239,11 @@ def test_u5_a_player_starting_unrated_stays_near_the_exact_mean_of_his_performan
 
 
 def test_seed_rows_as_the_contract_writes_them() -> None:
-    assert parse_seed_row(["alice", "correspondence", "1600.00", "40"]) == CcSeed("alice", h("1600.00"), 40)
-    assert parse_seed_row(["bob", "correspondence", "1400", "10"]) == CcSeed("bob", h("1400"), 10)
+    cc = "correspondence"
+    assert parse_seed_row(["alice", cc, "1600.00", "40"]) == SeedRow("alice", cc, h("1600.00"), 40)
+    assert parse_seed_row(["bob", cc, "1400", "10"]) == SeedRow("bob", cc, h("1400"), 10)
     negative = parse_seed_row(["x", "correspondence", "-100.50", "1"])  # example 44
-    assert negative == CcSeed("x", h("-100.50"), 1) and display(negative.rating) == -100
+    assert negative == SeedRow("x", "correspondence", h("-100.50"), 1) and display(h("-100.50")) == -100
     assert negative.key == "x/correspondence"
 
 
