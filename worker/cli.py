@@ -212,7 +212,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from worker.embedded.demo import demo  # noqa: PLC0415
 
-    return asyncio.run(demo(args.players, args.rate, args.workers, args.duration))
+    return asyncio.run(demo(args.players, args.rate, args.workers, args.duration, args.system))
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
@@ -455,9 +455,10 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from worker.embedded.simulation import ArenaSimulation  # noqa: PLC0415  # only this command needs it
+    from worker.embedded.simulation import SIMULATIONS  # noqa: PLC0415  # only this command needs it
 
-    sim = ArenaSimulation(args.players, seed=args.random_seed)
+    settings = _rules_settings(None)
+    sim = SIMULATIONS[settings.system](args.players, seed=args.random_seed)
     try:
         if args.seed_out is not None:
             args.seed_out.write_text(sim.seed_csv(), encoding="utf-8")
@@ -493,7 +494,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rate.set_defaults(func=cmd_rate)
 
-    sample = commands.add_parser("sample", help="generate realistic games (and a seeding file) for tests and demos")
+    sample = commands.add_parser(
+        "sample",
+        help="generate realistic games (and a seeding file) of the RATING_SYSTEM's input, for tests and demos",
+    )
     sample.add_argument("games_out", type=Path, metavar="GAMES.jsonl", help="the games file to write")
     sample.add_argument("--seed-out", type=Path, metavar="SEED.csv", help="also write established players' ratings")
     sample.add_argument("--games", type=_whole(1), default=500, help="games to write")
@@ -613,6 +617,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rate", type=_positive, default=200.0, help="games per second fed to the workers")
     demo.add_argument("--workers", type=_whole(1), default=2, help="worker processes (replicas)")
     demo.add_argument("--duration", type=_positive, help="stop after this many seconds (default: at Ctrl-C)")
+    demo.add_argument("--system", choices=sorted(RULES), default="arena", help="the rating system its workers run")
     demo.set_defaults(func=cmd_demo)
 
     schemas = commands.add_parser("schemas", help="export the contract's JSON Schemas to schemas/json/")

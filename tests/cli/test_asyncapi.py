@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
+from worker.engine.contracts import contract_of
 from worker.engine.decoder import ErrorKind
-from worker.operate.topics import topic_specs
+from worker.operate.topics import TopicSpec, topic_specs
+from worker.rules.systems import RULES
 from worker.settings import WorkerSettings
 from worker.stream.dead_letters import ERROR_HEADERS, TRUNCATED_HEADER
 
@@ -59,15 +61,46 @@ def normalized(config: dict[str, Any]) -> dict[str, str]:
     return {k: ",".join(v) if isinstance(v, list) else str(v) for k, v in config.items()}
 
 
-def test_the_topics_are_those_the_worker_uses_with_the_settings_topics_gives_them() -> None:
-    settings = WorkerSettings()
-    specs = {s.name: s for s in topic_specs(settings, settings.partitions, REPLICATION)}
+def specs_of(system: str) -> dict[str, TopicSpec]:
+    """The topics `rating-worker topics` creates for a deployment of `system` (RATING_SYSTEM)."""
+    settings = WorkerSettings(system=system)  # a System, checked by the model
+    return {s.name: s for s in topic_specs(settings, settings.partitions, REPLICATION)}
+
+
+def test_the_channels_are_the_topics_of_every_system() -> None:
     channels = document()["channels"]
-    assert {c["address"] for c in channels.values()} == set(specs)
-    for channel in channels.values():
-        spec, binding = specs[channel["address"]], channel["bindings"]["kafka"]
+    every = {name for system in RULES for name in specs_of(system)}
+    assert sorted(c["address"] for c in channels.values()) == sorted(every)  # each once
+
+
+@pytest.mark.parametrize("system", sorted(RULES))
+def test_the_topics_are_those_the_worker_uses_with_the_settings_topics_gives_them(system: str) -> None:
+    """RATING_SYSTEM=arena and RATING_SYSTEM=uscf-cc: each system's three topics, as `topics` makes them."""
+    specs = specs_of(system)
+    channels = {c["address"]: c for c in document()["channels"].values()}
+    assert len(specs) == 3
+    for name, spec in specs.items():
+        binding = channels[name]["bindings"]["kafka"]
         assert (binding["partitions"], binding["replicas"]) == (spec.partitions, REPLICATION)
         assert normalized(binding["topicConfiguration"]) == spec.config
+
+
+@pytest.mark.parametrize("system", sorted(RULES))
+def test_a_systems_channels_carry_its_contracts_schemas(system: str) -> None:
+    """The input channel of each system carries its input schema, the output its contract's."""
+    doc = document()
+    settings = WorkerSettings(system=system)
+    by_address = {c["address"]: c for c in doc["channels"].values()}
+    messages = doc["components"]["messages"]
+
+    def schema_of(topic: str) -> set[str]:
+        refs = [m["$ref"].rsplit("/", 1)[-1] for m in by_address[topic]["messages"].values()]
+        return {Path(messages[r]["payload"]["schema"]["$ref"]).name for r in refs if "schema" in messages[r]["payload"]}
+
+    model = RULES[system].game_model.model_config.get("title")
+    assert schema_of(settings.topic_games) == {f"{model}.schema.json"}
+    version = contract_of(RULES[system]).version
+    assert schema_of(settings.topic_ratings) == {f"arena.rating.changed.v{version}.schema.json"}
 
 
 def test_the_dead_letter_headers_and_kinds_are_the_workers() -> None:
@@ -84,6 +117,8 @@ def test_the_payloads_are_the_exported_schemas_and_the_version_the_packages() ->
     assert {(DOCUMENT.parent / ref).resolve() for ref in refs} == {
         (REPO / "schemas/json/arena.game.finished.v1.schema.json").resolve(),
         (REPO / "schemas/json/arena.rating.changed.v1.schema.json").resolve(),
+        (REPO / "schemas/json/arena.game.finished.v1.correspondence.schema.json").resolve(),
+        (REPO / "schemas/json/arena.rating.changed.v2.schema.json").resolve(),
     }
     for ref in refs:
         exported = json.loads((DOCUMENT.parent / ref).read_text())

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.simulation import SIMULATIONS, ArenaSimulation
 from worker.embedded.stack import TANSU_FETCH_WAIT_MS, Broker, RedisServer, create_topics, start_worker, worker_env
 from worker.operate.importer import import_ratings
 from worker.replay.seed_file import read_seed_file
+from worker.rules.systems import RULES
 from worker.settings import WorkerSettings
 
 PARTITIONS = 4
@@ -53,7 +54,7 @@ class View:
             self.events += 1
             self.kinds[e["kind"]] += 1
         key = f"{e['player_id']}/{e['category']}"
-        status = e["state"]["status"]
+        status = "rated" if e["state"]["rating"] is not None else "unrated"  # of every contract's state
         self.ratings[key] = (status, e["display_after"] if status == "rated" else None, e["seq"])
         delta = f" ({e['delta']:+.2f})" if e["delta"] is not None else ""
         versus = f" vs {e['opponent_id']}" if e["opponent_id"] else ""
@@ -124,7 +125,14 @@ JOINING = "workers joining the consumer group (a few seconds)..."
 
 
 def _render(
-    view: View, lag: dict[int, int], joined: bool, rate_in: float, rate_out: float, header: str, tty: bool
+    view: View,
+    lag: dict[int, int],
+    joined: bool,
+    rate_in: float,
+    rate_out: float,
+    header: str,
+    tty: bool,
+    categories: tuple[str, ...] = ("rapid", "blitz", "bullet"),
 ) -> str:
     if not tty:
         if not joined:
@@ -141,8 +149,8 @@ def _render(
     lines.append(f"lag per partition {lag}   dead letters {view.dead_letters}")
     lines.append("kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(view.kinds.items())))
     lines.append("")
-    columns = [view.top(c) for c in ("rapid", "blitz", "bullet")]
-    lines.append(f"{'rapid':<22}{'blitz':<22}{'bullet':<22}")
+    columns = [view.top(c) for c in categories]
+    lines.append("".join(f"{c:<22}" for c in categories))
     for i in range(TOP):
         row = ""
         for col in columns:
@@ -156,41 +164,47 @@ def _render(
     return "\033[H\033[2J" + "\n".join(lines)
 
 
-async def demo(players: int, rate: float, workers: int, duration: float | None) -> int:
-    """The demo until Ctrl-C or `duration`; its temporary folders (worker logs, Redis's files) are
-    removed at exit, unless a worker failed (its log is kept, and named)."""
-    # The embedded default is the arena's, whatever the shell says: its workers get no RATING_*
-    # variable but those it sets (worker_env), and its own settings must name the same things.
+async def demo(players: int, rate: float, workers: int, duration: float | None, system: str = "arena") -> int:
+    """The demo of `system` until Ctrl-C or `duration`; its temporary folders (worker logs, Redis's
+    files) are removed at exit, unless a worker failed (its log is kept, and named)."""
+    # The embedded default is the system's defaults, whatever the shell says: its workers get no
+    # RATING_* variable but those it sets (worker_env), and its own settings must name the same things.
     ignored = sorted(k for k in os.environ if k.startswith("RATING_"))
     for name in ignored:
         del os.environ[name]
     if ignored:
-        print(f"demo: ignoring {', '.join(ignored)} (the demo runs the arena's defaults)", file=sys.stderr)
+        print(f"demo: ignoring {', '.join(ignored)} (the demo runs the {system} defaults)", file=sys.stderr)
     broker, redis = Broker().start(), RedisServer().start()
     processes: list[subprocess.Popen[bytes]] = []
     tmp = Path(tempfile.mkdtemp(prefix="rating-demo-"))
     keep = False
     try:
         # tansu holds a fetch to the end of its wait (see the setting): keep games moving.
-        env = worker_env(broker, redis, log_level="warning", kafka_fetch_max_wait_ms=TANSU_FETCH_WAIT_MS)
-        settings = WorkerSettings(kafka_bootstrap_servers=broker.bootstrap, redis_url=redis.url, metrics_port=0)
+        env = worker_env(broker, redis, log_level="warning", kafka_fetch_max_wait_ms=TANSU_FETCH_WAIT_MS, system=system)
+        settings = WorkerSettings(
+            kafka_bootstrap_servers=broker.bootstrap,
+            redis_url=redis.url,
+            metrics_port=0,
+            system=system,  # one of RULES, checked by the model
+        )
         await create_topics(
             broker.bootstrap,
             {settings.topic_games: PARTITIONS, settings.topic_ratings: PARTITIONS, settings.topic_dead_letters: 1},
         )
-        sim = ArenaSimulation(players, seed=int(time.time()))
+        rules = RULES[system]
+        sim = SIMULATIONS[system](players, seed=int(time.time()))
         seed_file = tmp / "seed.csv"
         seed_file.write_text(sim.seed_csv())
-        counts, _ = await import_ratings(settings, read_seed_file(seed_file), force=False)
+        counts, _ = await import_ratings(settings, read_seed_file(seed_file, rules), force=False)
         processes = [start_worker(env, tmp / f"worker-{i}.log") for i in range(workers)]
         header = (
-            f"arena rating demo: broker {broker.bootstrap}, redis {redis.url}, {workers} "
+            f"rating demo ({system}): broker {broker.bootstrap}, redis {redis.url}, {workers} "
             f"worker{'s' if workers != 1 else ''}, {players} players ({counts['imported']} ratings seeded), "
             f"worker logs in {tmp} (removed at exit)"
         )
         # Whatever the output: the terminal's view repeats it, a pipe gets it once.
         if not sys.stdout.isatty():
-            print(f"demo: {header.removeprefix('arena rating demo: ')}", flush=True)
+            print(f"demo: {header.removeprefix(f'rating demo ({system}): ')}", flush=True)
         view = View()
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5)
         await producer.start()
@@ -216,7 +230,7 @@ async def demo(players: int, rate: float, workers: int, duration: float | None) 
                 rate_in, rate_out = (produced - last_in) / elapsed, (view.events - last_out) / elapsed
                 last_in, last_out, last_t = produced, view.events, now
                 joined = committed or view.events > 0
-                print(_render(view, lag, joined, rate_in, rate_out, header, tty), flush=True)
+                print(_render(view, lag, joined, rate_in, rate_out, header, tty, rules.categories), flush=True)
                 for p in processes:
                     if p.poll() is not None:
                         keep = True  # its log tells why

@@ -1,4 +1,4 @@
-"""A generator of realistic arena traffic: established and new players, matchmaking, results.
+"""A generator of realistic traffic: established and new players, matchmaking, results.
 
 Deterministic for a given random seed. It feeds the bundled sample, the benchmarks and the
 tests; the embedded demo uses the same generator for its live stream.
@@ -7,6 +7,10 @@ The model: every player has a hidden strength; matchmaking pairs players of simi
 strength, often the same opponents again; results follow the Elo expectation with ~15%
 draws. Most games are rated, in the arena's time controls (blitz the most popular); a few
 are casual, in other time controls, forfeited or aborted.
+
+`CorrespondenceSimulation` makes the games of the correspondence topic (`uscf-cc`): days per
+move, forfeits of both kinds (`forfeit_kind` ordinary, absent or special), and newcomers who
+start unrated (only established players are seeded, with their game credits).
 """
 
 import json
@@ -37,12 +41,14 @@ class Player:
 @dataclass(frozen=True)
 class SeedLine:
     player_id: str
-    category: Category
+    category: str
     rating: str
     rated_games: int
 
 
 class ArenaSimulation:
+    categories: tuple[str, ...] = tuple(Category)
+
     def __init__(self, players: int, seed: int = 1, established_share: float = 0.6) -> None:
         self.rng = random.Random(seed)
         self.players = [
@@ -65,10 +71,13 @@ class ArenaSimulation:
         for p in self.players:
             if not p.established:
                 continue
-            for category in Category:
+            for category in self.categories:
                 rating = max(1000.0, p.strength + self.rng.gauss(0, 60))
-                lines.append(SeedLine(p.player_id, category, f"{rating:.2f}", self.rng.randrange(0, 200)))
+                lines.append(SeedLine(p.player_id, category, f"{rating:.2f}", self._seeded_games()))
         return lines
+
+    def _seeded_games(self) -> int:
+        return self.rng.randrange(0, 200)
 
     def _opponent(self, player: Player) -> Player:
         if player.recent and self.rng.random() < REMATCH_RATE:
@@ -87,11 +96,9 @@ class ArenaSimulation:
         black = self._opponent(white)
         white.recent = [*white.recent[-4:], black.player_id]
         black.recent = [*black.recent[-4:], white.player_id]
-        category = rng.choices(list(_CATEGORY_WEIGHTS), weights=list(_CATEGORY_WEIGHTS.values()))[0]
-        base, increment = rng.choice(_CONTROLS[category])
+        base, increment = self._time_control()
         rated = rng.random() > 0.05
-        if rng.random() < 0.03:
-            base, increment = rng.choice(_UNRATED_CONTROLS)
+        base, increment = self._casual_control(base, increment)
         expected = 1 / (1 + 10 ** ((black.strength - white.strength) / 400))
         roll = rng.random()
         if roll < DRAW_RATE:
@@ -104,6 +111,7 @@ class ArenaSimulation:
             termination = "forfeit"
         elif special < 0.02:
             termination = "aborted"
+        extra = self._extra(termination, result)
         return {
             "event_id": f"evt-{self.count:09d}",
             "game_id": f"g{self.count:09d}",
@@ -114,7 +122,21 @@ class ArenaSimulation:
             "black_id": black.player_id,
             "result": result,
             "termination": termination,
+            **extra,
         }
+
+    def _time_control(self) -> tuple[int, int]:
+        """One of the arena's rated controls, by the categories' popularity."""
+        category = self.rng.choices(list(_CATEGORY_WEIGHTS), weights=list(_CATEGORY_WEIGHTS.values()))[0]
+        return self.rng.choice(_CONTROLS[category])
+
+    def _casual_control(self, base: int, increment: int) -> tuple[int, int]:
+        """A few games in a control the arena does not rate."""
+        return self.rng.choice(_UNRATED_CONTROLS) if self.rng.random() < 0.03 else (base, increment)
+
+    def _extra(self, termination: str, result: str) -> dict[str, object]:
+        """Fields beside v1's: none in the arena's games."""
+        return {}
 
     def game_lines(self, games: int, bad_share: float = 0.0, redelivery_share: float = 0.0) -> Iterator[bytes]:
         """JSON lines of `games` games, with some bad lines and redeliveries mixed in if asked."""
@@ -144,3 +166,36 @@ class ArenaSimulation:
             if b'"rated":true' in good
             else good.replace(b'"rated":false', b'"rated":true')
         )
+
+
+# Correspondence controls: days per move (base) and days added per move, in seconds.
+_DAY = 24 * 3600
+_CORRESPONDENCE_CONTROLS = [(3 * _DAY, 0), (5 * _DAY, 0), (7 * _DAY, 0), (2 * _DAY, _DAY)]
+SPECIAL_FORFEIT_SHARE = 0.3  # of the forfeits: a win over a quitter (`forfeit_kind` special)
+
+
+class CorrespondenceSimulation(ArenaSimulation):
+    """The correspondence games of the platform (`uscf-cc`'s input): one category, any control
+    (days per move), forfeits of both kinds, and established players seeded with their game
+    credits (at least one; fewer than 25 is a provisional rating) while the others start unrated."""
+
+    categories = ("correspondence",)
+
+    def _seeded_games(self) -> int:
+        return self.rng.randrange(1, 120)
+
+    def _time_control(self) -> tuple[int, int]:
+        return self.rng.choice(_CORRESPONDENCE_CONTROLS)
+
+    def _casual_control(self, base: int, increment: int) -> tuple[int, int]:
+        return base, increment  # every control is a correspondence control
+
+    def _extra(self, termination: str, result: str) -> dict[str, object]:
+        if termination != "forfeit":
+            return {}
+        if result != "1/2-1/2" and self.rng.random() < SPECIAL_FORFEIT_SHARE:
+            return {"forfeit_kind": "special"}
+        return self.rng.choice([{}, {"forfeit_kind": "ordinary"}])  # absent means ordinary
+
+
+SIMULATIONS: dict[str, type[ArenaSimulation]] = {"arena": ArenaSimulation, "uscf-cc": CorrespondenceSimulation}

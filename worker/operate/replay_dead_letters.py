@@ -1,9 +1,11 @@
-"""`rating-worker replay-dead-letters`: parked records back to the input topic, once their cause is fixed.
+"""`rating-worker replay-dead-letters`: parked records back to their input topic, once their cause is fixed.
 
 The dead letters are read from the dead-letter topic (no consumer group: nothing committed),
 selected by error kind and by partition and offset range, and counted by kind. Without
 `--apply` that is all (a dry run). With it, each selected record is produced again to the
-input topic (`RATING_TOPIC_GAMES`), acknowledged by every in-sync replica, as the original:
+topic it came from (its `source.topic` header; `RATING_TOPIC_GAMES` for a letter without one),
+which must be an input topic of the deployment (else the letter is counted as unrecoverable),
+acknowledged by every in-sync replica, as the original:
 
 - its key and value, and its original headers (the dead letter's own headers before its error
   headers, an `original.<name>` renamed back to `<name>`), plus `replayed.from`
@@ -68,6 +70,7 @@ class Replay:
     """One record to produce again, and the dead letter it comes from."""
 
     letter: str  # `<topic>/<partition>/<offset>` of the dead letter
+    topic: str  # where it goes back to: the input topic it came from
     kind: str
     key: bytes | None
     value: bytes | None
@@ -103,6 +106,7 @@ def cut(kind: str, errors: dict[str, bytes]) -> bool:
 
 async def replay_dead_letters(settings: WorkerSettings, selection: Selection, apply: bool) -> Report:
     report = Report()
+    inputs = (settings.topic_games,)  # the deployment's input topics
     chosen: list[tuple[Replay, tuple[str, int, int] | None]] = []  # with the original to read, if cut
     async for batch in scan(settings, settings.topic_dead_letters):
         for record in batch:
@@ -116,11 +120,17 @@ async def replay_dead_letters(settings: WorkerSettings, selection: Selection, ap
                 continue
             report.selected[kind] += 1
             where = f"{record.topic}/{record.partition}/{record.offset}"
+            topic = errors["source.topic"].decode(errors="replace") if "source.topic" in errors else inputs[0]
+            if topic not in inputs:
+                report.unrecoverable.append(
+                    f"{where}: its source topic {topic} is not an input topic of this deployment"
+                )
+                continue
             source = _source(errors) if cut(kind, errors) else None
             if cut(kind, errors) and source is None:
                 report.unrecoverable.append(f"{where}: cut, and its source headers are missing")
                 continue
-            chosen.append((Replay(where, kind, record.key, record.value, original), source))
+            chosen.append((Replay(where, topic, kind, record.key, record.value, original), source))
     sources = {source for _, source in chosen if source is not None}
     found = await _read_originals(settings, sources) if sources else {}
     replays: list[Replay] = []
@@ -129,7 +139,8 @@ async def replay_dead_letters(settings: WorkerSettings, selection: Selection, ap
             replays.append(replay)
         elif source in found:
             record = found[source]
-            replays.append(Replay(replay.letter, replay.kind, record.key, record.value, list(record.headers or ())))
+            headers = list(record.headers or ())
+            replays.append(Replay(replay.letter, replay.topic, replay.kind, record.key, record.value, headers))
             report.from_source += 1
         else:
             report.unrecoverable.append(f"{replay.letter}: cut, and its original {'/'.join(map(str, source))} is gone")
@@ -200,7 +211,7 @@ async def _produce(settings: WorkerSettings, replays: list[Replay]) -> int:
             async def send(chunk: list[Replay] = chunk) -> None:
                 sent = [
                     await producer.send(
-                        settings.topic_games,
+                        replay.topic,
                         replay.value,
                         key=replay.key,
                         headers=[*replay.headers, (REPLAYED_FROM, replay.letter.encode())],
