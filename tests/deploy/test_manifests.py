@@ -1,8 +1,12 @@
 """deploy/: the Kubernetes manifests, the alerts, the dashboard and the Dockerfile, checked statically.
 
-There is no Docker engine and no cluster here. The base and every overlay are rendered by the real
-kustomize, `kubectl kustomize` (tests/deploy/render.py finds a kubectl >= 1.27, and the tests fail,
-never skip, without one); components are rendered through the overlays that use them. The core
+There is no Docker engine and no cluster here. Every overlay is rendered by the real kustomize,
+`kubectl kustomize` (tests/deploy/render.py finds a kubectl >= 1.27, and the tests fail, never
+skip, without one); components are rendered through the overlays that use them. The base is no
+deployment of its own: it names no rating system (each system's component does), and is checked
+for that. An overlay of a system other than the arena's is deployed beside the arena's, in its
+namespace (`BESIDE`): its objects have a suffix of their own, and it leaves the namespace, the
+alerts and the dashboard to the arena's overlay. The core
 resources are validated against the Kubernetes schemas (kubernetes-validate), the CRDs get a
 structural check, the ScaledObject must read the lag of the worker's own brokers, group and topic
 (as the rendered ConfigMap gives them) with the worker's credentials, and every PromQL expression
@@ -45,8 +49,19 @@ UNSET_BY_DESIGN = {
 }
 # RATING_KAFKA_SASL_MECHANISM -> the KEDA kafka scaler's `sasl`.
 KEDA_SASL = {"PLAIN": "plaintext", "SCRAM-SHA-256": "scram_sha256", "SCRAM-SHA-512": "scram_sha512"}
-# The kustomizations a cluster is given: the base and every overlay (found, so a new one is tested).
-TARGETS = ["base", *sorted(str(p.parent.relative_to(K8S)) for p in K8S.glob("overlays/*/kustomization.yaml"))]
+# The kustomizations a cluster is given: every overlay (found, so a new one is tested).
+TARGETS = sorted(str(p.parent.relative_to(K8S)) for p in K8S.glob("overlays/*/kustomization.yaml"))
+# The overlays deployed beside another, which ships the namespace, the alerts and the dashboard.
+BESIDE = {"overlays/production-uscf-cc": "overlays/production"}
+# The settings each system's component sets, and the base leaves to them.
+SYSTEM_SETTINGS = (
+    "RATING_SYSTEM",
+    "RATING_TOPIC_GAMES",
+    "RATING_TOPIC_RATINGS",
+    "RATING_TOPIC_DEAD_LETTERS",
+    "RATING_KAFKA_GROUP_ID",
+    "RATING_REDIS_KEY_PREFIX",
+)
 
 
 @pytest.fixture(scope="module", params=TARGETS)
@@ -64,6 +79,17 @@ def worker_config_name(objects: list[dict[str, Any]]) -> str:
     (source,) = worker_container(objects)["envFrom"]
     name: str = source["configMapRef"]["name"]
     return name
+
+
+def suffix(objects: list[dict[str, Any]]) -> str:
+    """What the overlay adds to every object's name: "" for the arena's, `-uscf-cc` for uscf-cc's."""
+    name: str = by_kind(objects, "Deployment")["metadata"]["name"]
+    return name.removeprefix("rating-worker")
+
+
+def ships_shared(objects: list[dict[str, Any]]) -> bool:
+    """Whether the overlay ships the namespace, the alerts and the dashboard (not one deployed beside)."""
+    return suffix(objects) == ""
 
 
 def worker_config(objects: list[dict[str, Any]]) -> dict[str, str]:
@@ -113,8 +139,14 @@ def test_every_setting_comes_from_the_configmap_or_a_secret(rendered: list[dict[
     assert settings - set(config) - from_secrets == set()
     assert set(config) <= settings, "the ConfigMap names a setting the worker does not read"
     assert "RATING_REDIS_URL" in from_secrets and "RATING_REDIS_URL" not in config  # it may carry a password
-    # The generated name: `rating-worker-` and a hash of the data, so a change rolls the pods.
-    assert re.fullmatch(r"rating-worker-[a-z0-9]{10}", worker_config_name(rendered))
+    # The generated name: the deployment's and a hash of the data, so a change rolls the pods.
+    assert re.fullmatch(rf"rating-worker{suffix(rendered)}-[a-z0-9]{{10}}", worker_config_name(rendered))
+
+
+def test_the_base_names_no_rating_system() -> None:
+    """So that no overlay runs with another system's names by inheriting the arena's."""
+    config = worker_config(render(K8S / "base"))
+    assert [name for name in SYSTEM_SETTINGS if name in config] == []
 
 
 def test_a_change_of_setting_renames_the_configmap_so_the_pods_roll(tmp_path: Path) -> None:
@@ -164,9 +196,12 @@ def test_the_network_policy_lets_through_what_the_worker_uses_only(rendered: lis
 def test_an_overlay_with_a_namespace_creates_it_under_pod_security_restricted(rendered: list[dict[str, Any]]) -> None:
     deployment = by_kind(rendered, "Deployment")
     namespace = deployment["metadata"].get("namespace")
-    if namespace is None:  # the base: the namespace is the overlay's
+    assert namespace is not None
+    if not ships_shared(rendered):  # deployed beside the arena's overlay, in its namespace
         assert not [o for o in rendered if o["kind"] == "Namespace"]
-        return
+        (beside,) = {BESIDE[t] for t in BESIDE if suffix(render(K8S / t)) == suffix(rendered)}
+        rendered = render(K8S / beside)
+        assert by_kind(rendered, "Deployment")["metadata"]["namespace"] == namespace
     labels = by_kind(rendered, "Namespace", namespace)["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
     # What "restricted" asks of every container, the init container included.
@@ -194,6 +229,9 @@ def test_crds_have_the_fields_their_operators_need(rendered: list[dict[str, Any]
     assert endpoint["port"] == worker_container(rendered)["ports"][0]["name"]
     pdb = by_kind(rendered, "PodDisruptionBudget")
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    if not ships_shared(rendered):
+        assert [o for o in rendered if o["kind"] == "PrometheusRule"] == []  # the arena's overlay ships them
+        return
     rules = by_kind(rendered, "PrometheusRule")
     for group in rules["spec"]["groups"]:
         for rule in group["rules"]:
@@ -224,15 +262,13 @@ COMMAND_JOBS = {
 }
 
 
-def overlays_only(rendered: list[dict[str, Any]]) -> bool:
-    return by_kind(rendered, "Deployment")["metadata"].get("namespace") is not None
+def test_the_base_has_no_command_job() -> None:
+    """A component of the overlays: the base's labels would make them workers."""
+    assert [o for o in render(K8S / "base") if o["kind"] == "CronJob"] == []
 
 
 def test_every_command_job_is_a_suspended_template_run_as_the_worker_runs(rendered: list[dict[str, Any]]) -> None:
-    jobs = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "CronJob"}
-    if not overlays_only(rendered):
-        assert jobs == {}  # a component of the overlays: the base's labels would make them workers
-        return
+    jobs = {o["metadata"]["name"].removesuffix(suffix(rendered)): o for o in rendered if o["kind"] == "CronJob"}
     assert set(jobs) == set(COMMAND_JOBS)
     worker = worker_container(rendered)
     worker_labels = by_kind(rendered, "Deployment")["spec"]["selector"]["matchLabels"]
@@ -250,15 +286,17 @@ def test_every_command_job_is_a_suspended_template_run_as_the_worker_runs(render
         mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
         assert mounts["tmp"] == "/tmp" and "emptyDir" in volumes["tmp"]
         if "/seed/seed.csv" in container["command"]:
-            assert mounts["seed"] == "/seed" and volumes["seed"]["configMap"]["name"] == "rating-worker-seed"
+            seeds = volumes["seed"]["configMap"]["name"]
+            assert mounts["seed"] == "/seed" and seeds == f"rating-worker-seed{suffix(rendered)}"  # the system's rows
         kubernetes_validate.validate(job, K8S_VERSION, strict=True)
 
 
 def test_the_monitoring_objects_carry_the_label_prometheus_selects(rendered: list[dict[str, Any]]) -> None:
     monitoring = [o for o in rendered if o["apiVersion"].startswith("monitoring.coreos.com/")]
-    assert {o["kind"] for o in monitoring} == {"PodMonitor", "PrometheusRule"}
+    shipped = {"PodMonitor", "PrometheusRule"} if ships_shared(rendered) else {"PodMonitor"}
+    assert {o["kind"] for o in monitoring} == shipped
     releases = {o["metadata"].get("labels", {}).get("release") for o in monitoring}
-    assert releases == ({"kube-prometheus-stack"} if overlays_only(rendered) else {None})
+    assert releases == {"kube-prometheus-stack"}
 
 
 @pytest.mark.parametrize("overlay", [t for t in TARGETS if t != "base"])
@@ -343,10 +381,66 @@ def test_every_component_is_rendered_through_an_overlay() -> None:
     )
 
 
+# --- several systems side by side in one namespace
+
+
+def selected(selector: dict[str, str], objects: list[dict[str, Any]]) -> bool:
+    """Whether a selector (matchLabels) selects the pods of the worker's Deployment in `objects`."""
+    labels: dict[str, str] = by_kind(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    return selector.items() <= labels.items()
+
+
+def selectors_of(objects: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """Every selector of the worker's pods: the Deployment's, its spread constraints', the PDB's,
+    the NetworkPolicy's, the PodMonitor's."""
+    pod = by_kind(objects, "Deployment")["spec"]
+    found = [pod["selector"]["matchLabels"]]
+    found += [c["labelSelector"]["matchLabels"] for c in pod["template"]["spec"]["topologySpreadConstraints"]]
+    found.append(by_kind(objects, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"])
+    found.append(by_kind(objects, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"])
+    found.append(by_kind(objects, "PodMonitor")["spec"]["selector"]["matchLabels"])
+    return found
+
+
+@pytest.mark.parametrize(("overlay", "beside"), sorted(BESIDE.items()))
+def test_the_systems_deploy_side_by_side_sharing_no_name(overlay: str, beside: str) -> None:
+    """The two systems' rendered overlays share no object name, topic, group or prefix, and each
+    one's selectors select its own pods only."""
+    theirs, ours = render(K8S / beside), render(K8S / overlay)
+    names = [{(o["kind"], o["metadata"]["name"]) for o in objects} for objects in (theirs, ours)]
+    assert names[0] & names[1] == set()
+    configs = [worker_config(theirs), worker_config(ours)]
+    assert configs[0]["RATING_SYSTEM"] == "arena" and configs[1]["RATING_SYSTEM"] != "arena"
+    for name in SYSTEM_SETTINGS:
+        assert configs[0][name] != configs[1][name], name
+    for mine, other in ((ours, theirs), (theirs, ours)):
+        assert all(selected(s, mine) for s in selectors_of(mine))
+        assert not any(selected(s, other) for s in selectors_of(mine))
+    # Both in one namespace, and the same cluster settings (the one overlay is on the other).
+    assert (
+        by_kind(ours, "Deployment")["metadata"]["namespace"] == by_kind(theirs, "Deployment")["metadata"]["namespace"]
+    )
+    assert configs[0]["RATING_KAFKA_BOOTSTRAP_SERVERS"] == configs[1]["RATING_KAFKA_BOOTSTRAP_SERVERS"]
+
+
+@pytest.mark.parametrize("overlay", TARGETS)
+def test_each_overlay_sets_its_systems_names_explicitly(overlay: str) -> None:
+    """The names in the rendered ConfigMap are the system's defaults (the contract's table), each
+    set by the overlay's system component, none left to the worker's defaults."""
+    from worker.settings import SYSTEM_NAMES  # noqa: PLC0415
+
+    config = worker_config(render(K8S / overlay))
+    names = SYSTEM_NAMES[config["RATING_SYSTEM"]]
+    assert [config[f"RATING_{field.upper()}"] for field in names._fields] == list(names)
+
+
 # --- the dashboard
 
 
 def test_the_dashboard_ships_as_a_configmap_for_the_grafana_sidecar(rendered: list[dict[str, Any]]) -> None:
+    if not ships_shared(rendered):  # one dashboard for the namespace, the arena's overlay's
+        assert [o for o in rendered if "dashboard" in o["metadata"]["name"]] == []
+        return
     shipped = by_kind(rendered, "ConfigMap", "rating-worker-dashboard")  # no hash suffix: a fixed name
     assert shipped["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert json.loads(shipped["data"][DASHBOARD.name]) == json.loads(DASHBOARD.read_text())

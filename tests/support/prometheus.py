@@ -56,11 +56,19 @@ def names_read_by_the_rules() -> set[str]:
 
 
 def parse_scrape(text: str) -> dict[SeriesKey, float]:
-    """Every sample of a Prometheus text exposition, by (name, labels)."""
+    """Every sample of a worker's Prometheus text exposition, by (name, labels). Every sample
+    carries the deployment's `system` label, one value in a scrape (asserted); the keys leave it
+    out: a scrape is of one deployment."""
     samples: dict[SeriesKey, float] = {}
+    systems = set()
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = float(sample.value)
+            labels = dict(sample.labels)
+            system = labels.pop("system", None)
+            assert system is not None, f"{sample.name}{sample.labels} has no system label"
+            systems.add(system)
+            samples[(sample.name, tuple(sorted(labels.items())))] = float(sample.value)
+    assert len(systems) <= 1, systems
     return samples
 
 

@@ -33,8 +33,9 @@ def get(port: int, path: str) -> tuple[int, str]:
 
 
 def sample_value(text: str, name: str, **labels: str) -> float:
-    """The value of one sample of the Prometheus text format (0 when absent)."""
-    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    """The value of one sample of the Prometheus text format (0 when absent), `system` aside:
+    every series carries the deployment's, here the arena's."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted({**labels, "system": "arena"}.items()))
     for line in text.splitlines():
         m = re.fullmatch(r"([a-z_]+)(?:\{(.*)\})? (\S+)", line)
         if m and m.group(1) == name:
