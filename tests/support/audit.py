@@ -2,6 +2,8 @@
 
 `audit` checks the output topic's records against the contract and the rules; `check_everything`
 checks a whole run of the workers: the output, the idempotency records and the states in Redis.
+Both for the arena (contract v1, the default) or another rating system (`system`: its contract's
+model, its rules, its state in Redis under its default prefix).
 """
 
 import json
@@ -9,22 +11,31 @@ from collections import Counter, defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 import redis
 
 from schemas.rating_changed import RatingChanged, RatingStateSnapshot
+from schemas.rating_changed_v2 import CcRatingChanged
 from tests.support import records
 from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
+from worker.engine.contracts import contract_of
+from worker.rules import uscf_cc
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.system import Pairing, Rated
+from worker.rules.systems import RULES
+from worker.settings import SYSTEM_NAMES
 from worker.store import keys
-from worker.store.state_codec import decode_state
+from worker.store.state_codec import CODECS
 
 PREFIX = "rating:"  # the worker's default RATING_REDIS_KEY_PREFIX
+# Each system's events as its contract's model reads them (the fields the audit reads are common).
+MODELS: dict[str, type[RatingChanged] | type[CcRatingChanged]] = {"arena": RatingChanged, "uscf-cc": CcRatingChanged}
+Event = RatingChanged | CcRatingChanged
 
 
 def hundredths(value: Decimal) -> Hundredths:
@@ -42,27 +53,32 @@ def to_state(s: RatingStateSnapshot) -> RatingState:
 
 @dataclass
 class Audit:
-    events: dict[str, RatingChanged] = field(default_factory=dict)  # by event_id, one per event
+    system: str = "arena"
+    events: dict[str, Any] = field(default_factory=dict)  # by event_id, one per event (the system's model)
     copies: int = 0  # byte-identical re-publications seen
-    by_key: dict[str, list[RatingChanged]] = field(default_factory=dict)  # distinct events in seq order
+    by_key: dict[str, list[Any]] = field(default_factory=dict)  # distinct events in seq order
+    payloads: dict[str, bytes] = field(default_factory=dict)  # by event_id
 
     @property
     def game_ids(self) -> set[str]:
         return {e.game_id for e in self.events.values() if e.game_id is not None}
 
-    def final_states(self) -> dict[str, RatingState]:
-        return {key: to_state(events[-1].state) for key, events in self.by_key.items()}
+    def final_states(self) -> dict[str, Any]:
+        """Each rating's state as its last event carries it, read back by the system's contract."""
+        read = contract_of(RULES[self.system]).read
+        return {key: read(self.payloads[events[-1].event_id]).state for key, events in self.by_key.items()}
 
 
-def audit(records: list[Record]) -> Audit:
+def audit(records: list[Record], system: str = "arena") -> Audit:
     """Check the contract's publication guarantees and the rules on every event; return the tally."""
-    result = Audit()
-    payloads: dict[str, bytes] = {}
+    result = Audit(system)
+    payloads = result.payloads
+    model = MODELS[system]
     last_seq: dict[str, int] = {}
     where: dict[str, tuple[int, int]] = {}  # the partition and offset of each key's last record
     for r in sorted(records, key=lambda r: (r.partition, r.offset)):
         assert r.value is not None and r.key is not None
-        event = RatingChanged.model_validate_json(r.value)
+        event = model.model_validate_json(r.value)
         key = f"{event.player_id}/{event.category}"
         assert r.key == key.encode(), f"record key {r.key!r} is not {key}"
         copy = event.event_id in payloads
@@ -79,7 +95,7 @@ def audit(records: list[Record]) -> Audit:
         )
         last_seq[key] = event.seq
         where[key] = (r.partition, r.offset)
-    per_key: dict[str, list[RatingChanged]] = defaultdict(list)
+    per_key: dict[str, list[Any]] = defaultdict(list)
     for event in result.events.values():
         per_key[f"{event.player_id}/{event.category}"].append(event)
     for key, events in per_key.items():
@@ -89,8 +105,44 @@ def audit(records: list[Record]) -> Audit:
             previous = None if before is None else before.state.rating
             assert after.rating_before == previous, f"{key} seq {after.seq}: rating_before is not the last rating"
     result.by_key = dict(per_key)
-    check_rules(result)
+    if system == "arena":
+        check_rules(result)
+    else:
+        check_cc_rules(result)
     return result
+
+
+def check_cc_rules(result: Audit) -> None:
+    """uscf-cc: every game's changes are exactly what the rules give from the states before it.
+    A game with one event is a special forfeit (only its winner changes: the loser's state is
+    not read); every other game publishes both players' events."""
+    read = contract_of(RULES[result.system]).read
+    before: dict[str, uscf_cc.CcState] = {}
+    for events in result.by_key.values():
+        previous = uscf_cc.CcState()
+        for e in events:
+            before[e.event_id] = previous
+            previous = read(result.payloads[e.event_id]).state
+    by_game: dict[str, list[CcRatingChanged]] = defaultdict(list)
+    for e in result.events.values():
+        if e.game_id is not None:
+            by_game[e.game_id].append(e)
+    for game_id, events in by_game.items():
+        first = events[0]
+        assert first.score is not None
+        special = len(events) == 1
+        assert not special or first.kind == "forfeit_win", f"{game_id}: one event of kind {first.kind}"
+        game = uscf_cc.CcGame(Hundredths(hundredths(first.score)), special_forfeit=special)
+        other = uscf_cc.CcState() if special else before[events[1].event_id]
+        rated = uscf_cc.rate(game, before[first.event_id], other)
+        assert isinstance(rated, Rated), f"{game_id}: the rules change nothing ({rated}) but it has events"
+        expected = [c for c in (rated.white, rated.black) if c is not None]
+        got = [
+            (e.kind, read(result.payloads[e.event_id]).state._replace(seq=0), e.detail.k_factor) for e in events
+        ]
+        assert got == [(c.kind, c.after._replace(seq=0), c.k_factor) for c in expected], (
+            f"{game_id}: the published changes are not what the rules give from the states before"
+        )
 
 
 def check_rules(result: Audit) -> None:
@@ -172,38 +224,40 @@ def seq_regressions(records: list[Record]) -> str:
 
 @dataclass
 class Stored:
-    """What the worker's Redis holds at the end of a run (default prefix)."""
+    """What the worker's Redis holds at the end of a run (the system's default prefix)."""
 
     recorded: set[str]  # the game ids asked about that have an idempotency record
     unknown_records: int  # records of other games (compact records have no id: counted, not named)
-    states: dict[str, RatingState]  # by rating key
+    states: dict[str, Any]  # by rating key (the system's states)
     outboxes: list[str]  # keys of outboxes that still hold events
 
 
-def read_store(url: str, game_ids: Collection[str]) -> Stored:
+def read_store(url: str, game_ids: Collection[str], system: str = "arena") -> Stored:
+    prefix = SYSTEM_NAMES[system].redis_key_prefix
+    decode = CODECS[system].decode
     with redis.Redis.from_url(url, socket_timeout=10) as r:
         # The records where the documented layouts put them (tests.support.records).
-        compact = records.compact(r, game_ids, PREFIX)
-        compact_total = sum(int(r.hlen(k)) for k in r.scan_iter(f"{PREFIX}{keys.RECORDS}*", count=5000))
-        legacy_prefix = keys.game_key(PREFIX, "")
+        compact = records.compact(r, game_ids, prefix)
+        compact_total = sum(int(r.hlen(k)) for k in r.scan_iter(f"{prefix}{keys.RECORDS}*", count=5000))
+        legacy_prefix = keys.game_key(prefix, "")
         legacy = {k.decode().removeprefix(legacy_prefix) for k in r.scan_iter(f"{legacy_prefix}*", count=5000)}
         recorded = compact | (legacy & set(game_ids))
         unknown = compact_total - len(compact) + len(legacy - set(game_ids))
-        state_prefix = keys.state_key(PREFIX, "")
+        state_prefix = keys.state_key(prefix, "")
         state_keys = list(r.scan_iter(f"{state_prefix}*", count=5000))
         states = {}
         for key, value in zip(state_keys, r.mget(state_keys) if state_keys else [], strict=True):
             assert isinstance(value, bytes), f"{key!r} vanished or is not a string: {value!r}"
-            states[key.decode().removeprefix(state_prefix)] = decode_state(value)
-        outboxes = [k.decode() for k in r.scan_iter(f"{keys.outbox_key(PREFIX, '')}*", count=5000)]
+            states[key.decode().removeprefix(state_prefix)] = decode(value)
+        outboxes = [k.decode() for k in r.scan_iter(f"{keys.outbox_key(prefix, '')}*", count=5000)]
     return Stored(recorded, unknown, states, outboxes)
 
 
-async def check_everything(stack: Stack, lines: list[bytes]) -> Audit:
+async def check_everything(stack: Stack, lines: list[bytes], system: str = "arena") -> Audit:
     """The output audits clean, every game is recorded once, Redis ends where the output does."""
     records = await read_topic(stack.broker.bootstrap, stack.ratings_topic, 1, timeout=60)
     try:
-        tally = audit(records)
+        tally = audit(records, system)
     except AssertionError as e:
         e.add_note(seq_regressions(records))
         raise
@@ -218,7 +272,7 @@ async def check_everything(stack: Stack, lines: list[bytes]) -> Audit:
     letters = await read_topic(stack.broker.bootstrap, stack.dlq_topic, 0, timeout=5, idle=0.5)
     assert not letters, f"{len(letters)} valid games dead-lettered, e.g. {letters[:3]}"
 
-    stored = read_store(stack.redis.url, game_ids)
+    stored = read_store(stack.redis.url, game_ids, system)
     missing = game_ids - stored.recorded
     assert not missing, f"{len(missing)} games have no idempotency record, e.g. {sorted(missing)[:10]}"
     assert not stored.unknown_records, f"{stored.unknown_records} records of games never produced"
