@@ -352,35 +352,41 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return 1 if report.refused else 0
 
 
+def _rebuild_prefix(given: str | None, settings: "WorkerSettings") -> str:
+    """`--prefix`, or the system's default rebuild prefix; one that could mix with live keys is refused."""
+    from worker.operate.rebuild import check_prefix  # noqa: PLC0415
+    from worker.settings import rebuild_prefix  # noqa: PLC0415
+
+    prefix = rebuild_prefix(settings.system) if given is None else given
+    try:
+        check_prefix(prefix, settings.redis_key_prefix)
+    except ValueError as e:
+        raise UsageError(f"--prefix: {e}") from None
+    return prefix
+
+
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from worker.operate.rebuild import check_prefix, rebuild  # noqa: PLC0415
+    from worker.operate.rebuild import rebuild  # noqa: PLC0415
     from worker.service.logs import configure_logging  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
     seeds = _seed_rows(settings, args.seed) if args.seed else []
-    try:
-        check_prefix(args.prefix, settings.redis_key_prefix)
-    except ValueError as e:
-        raise UsageError(f"--prefix: {e}") from None
+    prefix = _rebuild_prefix(args.prefix, settings)
     say = lambda line: print(line, file=sys.stderr)  # noqa: E731
     memory = int(args.memory_mb * 1024 * 1024)
-    report = _one_shot(settings, lambda: rebuild(settings, seeds, args.prefix, args.force, say, memory))
+    report = _one_shot(settings, lambda: rebuild(settings, seeds, prefix, args.force, say, memory))
     return 1 if report.refused else 0
 
 
 def cmd_switch_over(args: argparse.Namespace) -> int:
-    from worker.operate.rebuild import check_prefix  # noqa: PLC0415
     from worker.operate.switch_over import switch_over  # noqa: PLC0415
     from worker.service.logs import configure_logging  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
-    try:
-        check_prefix(args.prefix, settings.redis_key_prefix)
-    except ValueError as e:
-        raise UsageError(f"--prefix: {e}") from None
-    report = _one_shot(settings, lambda: switch_over(settings, args.prefix, lambda line: print(line, file=sys.stderr)))
+    prefix = _rebuild_prefix(args.prefix, settings)
+    report = _one_shot(settings, lambda: switch_over(settings, prefix, lambda line: print(line, file=sys.stderr)))
     for rating in report.unrated:
         print(f"not switched: {rating} is unrated in the rebuild (an imported event needs a rating)", file=sys.stderr)
     for rating in report.moving:
@@ -527,7 +533,10 @@ def build_parser() -> argparse.ArgumentParser:
     restore.set_defaults(func=cmd_restore)
 
     rebuild = commands.add_parser("rebuild", help="recompute every rating from the input topic into a fresh prefix")
-    rebuild.add_argument("--prefix", default="rating-rebuild:", help="key prefix of the rebuilt state")
+    rebuild.add_argument(
+        "--prefix",
+        help="key prefix of the rebuilt state (default: rating-rebuild: for the arena, rating-SYSTEM-rebuild: else)",
+    )
     rebuild.add_argument("--seed", type=Path, metavar="SEED.csv", help="the seed file applied before the games")
     rebuild.add_argument("--force", action="store_true", help="overwrite keys already under the prefix")
     rebuild.add_argument(
@@ -539,7 +548,10 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild.set_defaults(func=cmd_rebuild)
 
     switch = commands.add_parser("switch-over", help="publish rebuilt ratings that differ as imported events")
-    switch.add_argument("--prefix", default="rating-rebuild:", help="key prefix of the rebuilt state")
+    switch.add_argument(
+        "--prefix",
+        help="key prefix of the rebuilt state (default: rating-rebuild: for the arena, rating-SYSTEM-rebuild: else)",
+    )
     switch.set_defaults(func=cmd_switch_over)
 
     records = commands.add_parser(

@@ -84,6 +84,14 @@ SYSTEM_NAMES: dict[str, SystemNames] = {
     "fide": _v2_names("fide"),
     "tornelo": _v2_names("tornelo"),
 }
+
+
+def rebuild_prefix(system: str) -> str:
+    """`rebuild`'s and `switch-over`'s default key prefix: `rating-rebuild:` for the arena (as
+    before systems had names), `rating-{system}-rebuild:` for the others (contract v2)."""
+    return "rating-rebuild:" if system == "arena" else f"rating-{system}-rebuild:"
+
+
 # tornelo's own topic and group besides (its tournament ends): no other system may take them.
 TORNELO_EXTRA = {"topic": "arena.tournament.finished.v1", "group": "rating-worker-tornelo-close"}
 OWN_NAMES = ("topic_ratings", "topic_dead_letters", "kafka_group_id", "redis_key_prefix")
