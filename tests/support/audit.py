@@ -137,9 +137,7 @@ def check_cc_rules(result: Audit) -> None:
         rated = uscf_cc.rate(game, before[first.event_id], other)
         assert isinstance(rated, Rated), f"{game_id}: the rules change nothing ({rated}) but it has events"
         expected = [c for c in (rated.white, rated.black) if c is not None]
-        got = [
-            (e.kind, read(result.payloads[e.event_id]).state._replace(seq=0), e.detail.k_factor) for e in events
-        ]
+        got = [(e.kind, read(result.payloads[e.event_id]).state._replace(seq=0), e.detail.k_factor) for e in events]
         assert got == [(c.kind, c.after._replace(seq=0), c.k_factor) for c in expected], (
             f"{game_id}: the published changes are not what the rules give from the states before"
         )
