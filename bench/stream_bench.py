@@ -3,7 +3,7 @@
     .venv/bin/python bench/stream_bench.py [--games 200000] [--naive-games 20000] [--runs 3]
                                             [--links-games 20000] [--kafka-latency-ms 5] [--redis-latency-ms 1]
                                             [--rate 1000] [--latency-seconds 30] [--soak-seconds 600]
-                                            [--only drain|links|latency|soak] [--tracemalloc]
+                                            [--only drain|links|systems|latency|soak] [--tracemalloc]
 
 Starts the embedded stack (a tansu broker and a redis-server, like the tests; a fresh pair for
 each measurement, so none inherits another's data) and drains the same generated workload
@@ -21,6 +21,11 @@ rematches) with each consumer, `--runs` times, the median shown and every run pr
   own virtual environment, set up by `bench/peers/setup` when missing; skipped, with the
   reason, if it cannot be);
 - worker:  `rating-worker run` as shipped (default settings), 1 and 2 processes.
+
+`systems` drains, in every run, the ceiling and worker x1 of each rating system (RATING_SYSTEM)
+on a backlog of that system's own games (its simulation: the arena's, or the correspondence
+games of `uscf-cc`) and seed: each system's games/s, over the ceiling and over the arena's,
+and how long a new deployment takes to rate a history of 10 million games at that speed.
 
 For each it prints games/s draining a backlog (from the group's first commit to its last,
 read from the committed offsets every 50 ms; Quix's from its first game rated to its last),
@@ -63,7 +68,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from redis.asyncio import Redis
 
-from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.simulation import SIMULATIONS, ArenaSimulation
 from worker.embedded.stack import (
     TANSU_FETCH_WAIT_MS,
     Broker,
@@ -164,7 +169,7 @@ class Stack:
         assert proxy.stdout is not None and proxy.stdout.readline(), "the delay line did not start"
         return listen
 
-    async def start(self, seed_csv: Path | None) -> None:
+    async def start(self, seed_csv: Path | None, system: str = "arena") -> None:
         if self.links.kafka_ms:  # the broker tells clients to connect to its delay line
             self.broker.advertised_port = self._delay_line(self.broker.port, self.links.kafka_ms)
         self.broker.start()
@@ -183,7 +188,7 @@ class Stack:
             await admin.close()
         if seed_csv is not None:
             command = [sys.executable, "-m", "worker", "import", str(seed_csv)]
-            subprocess.run(command, env=self.env(), check=True, capture_output=True, timeout=600)
+            subprocess.run(command, env=self.env(system=system), check=True, capture_output=True, timeout=600)
 
     def env(self, **settings: object) -> dict[str, str]:
         names = {"topic_games": GAMES_TOPIC, "topic_ratings": RATINGS_TOPIC, "topic_dead_letters": DLQ_TOPIC}
@@ -477,15 +482,16 @@ async def run_drain(
     workers: int = 1,
     profile: bool = False,
     links: Links = Links(),
+    system: str = "arena",
 ) -> Drain:
     with stack_in(workdir, links) as stack:
-        await stack.start(None if kind == "ceiling" else seed_csv)
+        await stack.start(None if kind == "ceiling" else seed_csv, system)
         await produce_backlog(stack.bootstrap, lines)
         await reset_redis_commands(stack.redis.url)
         ports: list[int] = []
         spy, raw = None, workdir / f"profile-{time.monotonic_ns()}.txt"
         if kind == "worker":
-            ports = stack.start_workers(workers)
+            ports = stack.start_workers(workers, system=system)
             if profile and (binary := py_spy()) is not None:
                 command = [
                     binary,
@@ -1027,6 +1033,8 @@ async def bench(args: argparse.Namespace) -> None:
         naive_rate = naive_rate or 0.8 * drains["naive"].games_per_s
     if args.only in (None, "links"):
         await links_part(args, workdir, seed_csv)
+    if args.only in (None, "systems"):
+        await systems_part(args, workdir)
     if args.only in (None, "latency"):
         if naive_rate is None:
             raise SystemExit("--only latency needs --naive-rate (80% of the naive loop's drain rate)")
@@ -1154,6 +1162,48 @@ async def drain_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) ->
     return {"ceiling": ceiling, "naive": naive, "batched": batched, "worker x1": one, "worker x2": two}
 
 
+async def systems_part(args: argparse.Namespace, workdir: Path) -> None:
+    """Worker x1 of each rating system draining a backlog of its own games (its simulation's, its
+    seed imported), with the pass-through ceiling on the arena's games as the baseline, in every
+    run; and how long a new deployment takes to rate a history at that speed."""
+    systems = list(SIMULATIONS)
+    backlogs, seeds = {}, {}
+    for system in systems:
+        sim = SIMULATIONS[system](args.players, seed=6)
+        seeds[system] = workdir / f"seed-{system}.csv"
+        seeds[system].write_text(sim.seed_csv(), encoding="utf-8")
+        backlogs[system] = list(sim.game_lines(args.games))
+    runs: dict[str, list[Drain]] = {name: [] for name in ["ceiling", *systems]}
+    for run in range(1, args.runs + 1):
+        _progress(f"run {run}: ceiling, then worker x1 of {', '.join(systems)}")
+        runs["ceiling"].append(await run_drain(workdir, "ceiling", backlogs["arena"], seeds["arena"]))
+        for system in systems:
+            runs[system].append(await run_drain(workdir, "worker", backlogs[system], seeds[system], system=system))
+        print(
+            f"run {run}: " + ", ".join(f"{name} {r[-1].games_per_s:,.0f} games/s" for name, r in runs.items()),
+            flush=True,
+        )
+    drains = {name: median_drain(r) for name, r in runs.items()}
+    ceiling = drains["ceiling"].games_per_s
+    print(f"\nEach system's worker x1 draining {args.games} of its games, median of {args.runs} runs:")
+    rows = [["consumer", "games/s", "/ ceiling", "/ arena", "CPU µs/game", "peak RSS MiB", "10M games take"]]
+    for name, d in drains.items():
+        ratio = "-" if name == "ceiling" else f"{d.games_per_s / drains['arena'].games_per_s:.2f}"
+        hours = 10_000_000 / d.games_per_s / 3600
+        rows.append(
+            [
+                name if name == "ceiling" else f"worker x1, {name}",
+                f"{d.games_per_s:,.0f}",
+                f"{d.games_per_s / ceiling:.2f}",
+                ratio,
+                f"{d.cpu_us_per_game:.0f}",
+                f"{d.peak_rss_mib:.0f}",
+                f"{hours:.1f} h",
+            ]
+        )
+    print(table(rows))
+
+
 async def links_part(args: argparse.Namespace, workdir: Path, seed_csv: Path) -> None:
     """Worker x1 and the batched loop draining the same backlog over direct links and over links
     with latency (round trips cost what they cost between machines; here they cost nothing)."""
@@ -1230,7 +1280,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        choices=["drain", "links", "latency", "soak"],
+        choices=["drain", "links", "systems", "latency", "soak"],
         help="one part (latency needs the naive rate: --naive-rate)",
     )
     parser.add_argument("--links-games", type=int, default=20_000, help="backlog of the drains over slow links")
