@@ -557,3 +557,18 @@ def test_the_dockerfile_builds_this_repo_into_a_small_non_root_image() -> None:
     for line in lines:
         if line.startswith(("ENV", "ARG")):
             assert not re.search(r"PASSWORD|SECRET|TOKEN|REDIS_URL", line, re.IGNORECASE), line
+
+
+def test_the_alerts_and_the_dashboard_hold_for_every_rating_system() -> None:
+    """No expression selects a kind, category, skip reason or system of its own: each holds for a
+    deployment of any system (its series differ by those values and by `system`, not by name)."""
+    from worker.rules.systems import RULES  # noqa: PLC0415
+
+    values = {"system": set(RULES)}
+    values["kind"] = {k.value for rules in RULES.values() for k in rules.kinds}
+    values["category"] = {c for rules in RULES.values() for c in rules.categories}
+    values["reason"] = {r.value for rules in RULES.values() for r in rules.skips}
+    for expr in expressions():
+        for selector in selectors(promql_parser.parse(expr)):
+            for name, _, value in matchers(selector):
+                assert name not in values, f"{expr}: selects {name}={value!r}, which only some systems have"
