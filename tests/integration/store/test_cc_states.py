@@ -1,7 +1,8 @@
-"""`uscf-cc`'s states through both stores (the one in memory and the one in Redis), by the same
-protocol the arena's use: a rating never seen reads as unrated, a written state reads back
-whole (a negative rating too), and a write over a state that moved on is refused
-(check-and-set on the seq)."""
+"""What is particular to `uscf-cc`'s states in both stores (the one in memory and the one in
+Redis): a rating never seen reads as `CcState()`, a negative rating (U12) goes through whole,
+and the codec's encoding starts with the seq. The rest (check-and-set on the seq, taint,
+records, outboxes, leases) is the contract's, which runs for uscf-cc as for the arena:
+tests/integration/store/test_contract.py."""
 
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -10,14 +11,16 @@ import pytest
 from redis.asyncio import Redis
 
 from tests.support.processes import Processes
+from worker.engine.engine import Engine, SeedRow
 from worker.replay.memory_store import MemoryBackend, MemoryStore
-from worker.rules.hundredths import Hundredths
-from worker.rules.uscf_cc import CcState
-from worker.store.protocol import StateWrite, Store, Write
+from worker.rules.hundredths import Hundredths, Points
+from worker.rules.uscf_cc import CATEGORY, CcRules, CcState
+from worker.store.protocol import Store, Write
 from worker.store.redis_store import CcRedisStore
 from worker.store.state_codec import decode_cc_state, encode_cc_state
 
 KEY = "alice/correspondence"
+ENGINE = Engine(CcRules(), Points(1200))
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -33,24 +36,15 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path, processes: Proce
         await client.aclose()
 
 
-def write(game_id: str, read_seq: int, state: CcState) -> Write[CcState]:
-    return Write(game_id, game_id.encode().ljust(8, b"-"), ((KEY, read_seq),), (StateWrite(KEY, state, b"event"),))
-
-
-async def test_cc_states_go_through_a_store_whole(store: Store[CcState]) -> None:
+async def test_a_negative_cc_rating_goes_through_a_store_whole(store: Store[CcState]) -> None:
     assert (await store.read([KEY], [])).states[KEY] == CcState()
-    first = CcState(Hundredths(-10050), 1, 1)  # a negative first rating (U12)
-    applied, _ = await store.apply([write("g1", 0, first)])
+    seeded = ENGINE.seed(SeedRow("alice", CATEGORY, Hundredths(-10050), 1), CcState(), force=True).update
+    assert seeded is not None and seeded.key == KEY
+    first = CcState(Hundredths(-10050), 1, 1)  # a negative rating (U12), as its seeding row gives it
+    assert seeded.state == first
+    applied, _ = await store.apply([Write("", b"", ((KEY, 0),), (seeded,))])  # as the importer writes it
     assert applied == [True]
     assert (await store.read([KEY], [])).states[KEY] == first
-    # Read at seq 0 again, as a process that missed g1 would: refused, nothing changes.
-    applied, _ = await store.apply([write("g2", 0, CcState(Hundredths(170000), 1, 1))])
-    assert applied == [False]
-    assert (await store.read([KEY], [])).states[KEY] == first
-    second = CcState(Hundredths(160000), 2, 2)
-    applied, _ = await store.apply([write("g3", 1, second)])
-    assert applied == [True]
-    assert (await store.read([KEY], [])).states[KEY] == second
 
 
 @pytest.mark.parametrize(

@@ -1,36 +1,120 @@
-"""One contract for every store (`worker.store.protocol`): the Redis one and the one in memory.
+"""One contract for every store (`worker.store.protocol`): the Redis one and the one in memory,
+for every rating system's states: the arena's (`RatingState`) and US Chess correspondence's
+(`uscf-cc`, `CcState`).
 
-Each test runs against both, through the protocols only: check-and-set over the seqs read,
-taint, idempotency records, watermarks, outboxes under leases, compare-and-pop
-acknowledgements, lease expiry. Two stores on one backend play two worker processes. The
-memory backend's clock is the test's; Redis's leases expire in real time (short ones).
+Each test runs against both stores for both systems, through the protocols only: check-and-set
+over the seqs read, taint, idempotency records, watermarks, outboxes under leases, compare-and-pop
+acknowledgements, lease expiry. Its games, seeding rows and rating keys are the system's, and its
+writes are what the system's engine makes of them. Two stores on one backend play two worker
+processes. The memory backend's clock is the test's; Redis's leases expire in real time (short
+ones). (What is particular to one system's states, as uscf-cc's negative ratings, is its own
+file's: tests/integration/store/test_cc_states.py.)
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Generic, Protocol
 
 import pytest
 from redis.asyncio import Redis
 
-from tests.support.games import ENGINE, game_write, make_game, rating, seed_write
+from schemas.correspondence_game import CorrespondenceGameFinished
+from schemas.game_finished import GameFinished
+from tests.support.games import BLITZ, ENGINE, make_game
 from tests.support.processes import Processes
-from worker.engine.engine import RESTORED, facts_digest
+from worker.engine.engine import RESTORED, Engine, SeedRow, Update, Verdict
+from worker.engine.events import rating_key
 from worker.replay.memory_store import MemoryBackend, MemoryStore
-from worker.rules.state import UNSEEN, RatingState
-from worker.store.protocol import Store, Watermark, Write
-from worker.store.redis_store import RedisStore
+from worker.rules.hundredths import Hundredths, Points
+from worker.rules.state import UNSEEN
+from worker.rules.system import S
+from worker.rules.uscf_cc import CATEGORY, CcRules, CcState
+from worker.store.protocol import StateWrite, Store, Watermark, Write
+from worker.store.redis_store import CcRedisStore, RedisStateStore, RedisStore
 
 PREFIX = "contract:"
 LEASE = 0.5  # seconds: short enough to wait out in real time against Redis
 
 
+class MakeGame(Protocol):
+    def __call__(
+        self, game_id: str, white: str, black: str, result: str = "1-0", rated: bool = True
+    ) -> GameFinished: ...
+
+
+def make_cc_game(game_id: str, white: str, black: str, result: str = "1-0", rated: bool = True) -> GameFinished:
+    """A correspondence game (3 days a move) that ended by checkmate."""
+    return CorrespondenceGameFinished.model_validate_json(
+        json.dumps(
+            {
+                "event_id": f"ev-{game_id}",
+                "game_id": game_id,
+                "finished_at": "2026-11-29T21:44:51Z",
+                "rated": rated,
+                "time_control": {"base_seconds": 259200, "increment_seconds": 0},
+                "white_id": white,
+                "black_id": black,
+                "result": result,
+                "termination": "checkmate",
+            }
+        )
+    )
+
+
+@dataclass(frozen=True)
+class System(Generic[S]):
+    """A rating system as the contract drives its stores: its engine, the state of a rating never
+    seen, the category its games are rated in, a valid game of it, and its Redis store."""
+
+    engine: Engine[S]
+    unseen: S
+    category: str
+    game: MakeGame
+    redis_store: type[RedisStateStore[S]]
+
+    @property
+    def name(self) -> str:
+        return self.engine.rules.name
+
+    def rating(self, player: str) -> str:
+        """The key of the player's rating in the system's category."""
+        return rating_key(player, self.category)
+
+    def seed_write(self, player: str, hundredths: int) -> tuple[Write[S], Update[S]]:
+        """The write of an imported rating (40 rated games, or game credits) over a rating never seen."""
+        row = SeedRow(player, self.category, Hundredths(hundredths), 40)
+        outcome = self.engine.seed(row, self.unseen, force=True)
+        assert outcome.update is not None
+        u = outcome.update
+        return Write("", b"", ((u.key, self.unseen.seq),), (StateWrite(u.key, u.state, u.payload),)), u
+
+    def game_write(self, game: GameFinished, states: Mapping[str, S]) -> tuple[Write[S], tuple[Update[S], ...]]:
+        """The write of `game` computed on `states` (the seqs it read are theirs)."""
+        ratings = self.engine.ratings_read(game)
+        assert ratings is not None
+        outcome = self.engine.apply(game, {r: states.get(r, self.unseen) for r in ratings}, None)
+        assert outcome.verdict is Verdict.APPLIED, outcome
+        reads = tuple((r, states.get(r, self.unseen).seq) for r in ratings)
+        return Write(game.game_id, outcome.digest, reads, outcome.updates), outcome.updates
+
+    def assert_own(self, states: Mapping[str, S]) -> None:
+        """The states read are the system's own type (a tuple of the same values is not one)."""
+        assert all(type(state) is type(self.unseen) for state in states.values()), states
+
+
+ARENA = System(ENGINE, UNSEEN, BLITZ, make_game, RedisStore)
+CC = System(Engine(CcRules(), Points(1200)), CcState(), CATEGORY, make_cc_game, CcRedisStore)
+SYSTEMS: dict[str, System[Any]] = {s.name: s for s in (ARENA, CC)}
+
+
 @dataclass
-class Backend:
+class Backend(Generic[S]):
     """Stores sharing one backend, and the passing of time for their leases."""
 
-    store: Callable[[str], Store[RatingState]]  # token -> a process's store
+    store: Callable[[str], Store[S]]  # token -> a process's store
     advance: Callable[[float], Awaitable[None]]
 
 
@@ -42,11 +126,18 @@ class Clock:
         return self.now
 
 
+@pytest.fixture(params=list(SYSTEMS))
+def system(request: pytest.FixtureRequest) -> System[Any]:
+    return SYSTEMS[request.param]
+
+
 @pytest.fixture(params=["memory", "redis"])
-async def backend(request: pytest.FixtureRequest, tmp_path: Path, processes: Processes) -> AsyncIterator[Backend]:
+async def backend(
+    request: pytest.FixtureRequest, system: System[S], tmp_path: Path, processes: Processes
+) -> AsyncIterator[Backend[S]]:
     if request.param == "memory":
         clock = Clock()
-        shared: MemoryBackend[RatingState] = MemoryBackend(UNSEEN, clock=clock)
+        shared: MemoryBackend[S] = MemoryBackend(system.unseen, clock=clock)
 
         async def tick(seconds: float) -> None:
             clock.now += seconds
@@ -56,10 +147,10 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path, processes: Pro
     server = processes.redis(tmp_path)  # killed by the fixture `processes`
     clients: list[Redis] = []
 
-    def store(token: str) -> Store[RatingState]:
+    def store(token: str) -> Store[S]:
         client = Redis.from_url(server.url)
         clients.append(client)
-        return RedisStore(client, PREFIX, token, LEASE, 3600)
+        return system.redis_store(client, PREFIX, token, LEASE, 3600)
 
     try:
         yield Backend(store, asyncio.sleep)
@@ -68,61 +159,81 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path, processes: Pro
             await client.aclose()
 
 
-async def seeded(store: Store[RatingState], players: dict[str, int]) -> dict[str, RatingState]:
+async def seeded(system: System[S], store: Store[S], players: dict[str, int]) -> dict[str, S]:
     """Rated players, their seeding events published and acknowledged."""
-    made = [seed_write(p, h) for p, h in players.items()]
+    made = [system.seed_write(p, h) for p, h in players.items()]
     applied, claimed = await store.apply([w for w, _ in made])
     assert all(applied)
     assert await store.ack({k: events[0] for k, events in claimed.outboxes.items()}) == []
     return {u.key: u.state for _, u in made}
 
 
-async def test_an_apply_writes_states_records_and_outboxes_and_hands_the_outboxes_over(backend: Backend) -> None:
+async def test_an_apply_writes_states_records_and_outboxes_and_hands_the_outboxes_over(
+    system: System[S], backend: Backend[S]
+) -> None:
+    rating = system.rating
     store = backend.store("A")
-    states = await seeded(store, {"a": 180000, "b": 170000})
-    write, updates = game_write(make_game("g1", "a", "b"), states)
+    states = await seeded(system, store, {"a": 180000, "b": 170000})
+    write, updates = system.game_write(system.game("g1", "a", "b"), states)
     applied, claimed = await store.apply([write])
     assert applied == [True]
     assert claimed.outboxes == {u.key: [u.payload] for u in updates} and claimed.blocked == []
     snapshot = await store.read([rating("a"), rating("b"), rating("z")], ["g1", "g2"])
-    assert snapshot.states == {**{u.key: u.state for u in updates}, rating("z"): UNSEEN}
+    assert snapshot.states == {**{u.key: u.state for u in updates}, rating("z"): system.unseen}
+    system.assert_own(snapshot.states)
     assert snapshot.unconfirmed == {rating("a"): 1, rating("b"): 1, rating("z"): 0}
     assert snapshot.records == {"g1": write.digest}
 
 
-async def test_a_stale_item_is_not_applied_and_taints_the_later_ones_reading_its_ratings(backend: Backend) -> None:
+async def test_a_stale_item_is_not_applied_and_taints_the_later_ones_reading_its_ratings(
+    system: System[S], backend: Backend[S]
+) -> None:
+    rating, game = system.rating, system.game
     store = backend.store("A")
-    states = await seeded(store, {p: 180000 - 1000 * n for n, p in enumerate("abcdef")})
-    first, _ = game_write(make_game("g1", "a", "b"), states)
+    states = await seeded(system, store, {p: 180000 - 1000 * n for n, p in enumerate("abcdef")})
+    first, updates = system.game_write(game("g1", "a", "b"), states)
     assert (await store.apply([first]))[0] == [True]
-    stale, _ = game_write(make_game("g2", "a", "c"), states)  # computed before g1: a's seq moved
-    later, _ = game_write(make_game("g3", "c", "d"), states)  # reads c, which the stale one read
-    apart, _ = game_write(make_game("g4", "e", "f"), states)  # shares no rating with them
+    stale, _ = system.game_write(game("g2", "a", "c"), states)  # computed before g1: a's seq moved
+    later, _ = system.game_write(game("g3", "c", "d"), states)  # reads c, which the stale one read
+    apart, _ = system.game_write(game("g4", "e", "f"), states)  # shares no rating with them
     applied, _ = await store.apply([stale, later, apart])
     assert applied == [False, False, True]
     assert (await store.read([], ["g2", "g3", "g4"])).records.keys() == {"g4"}
+    # The refused ones changed nothing: a as g1 left it, c and d as seeded.
+    untouched = (await store.read([rating("a"), rating("c"), rating("d")], [])).states
+    assert untouched == {
+        rating("a"): updates[0].state,
+        rating("c"): states[rating("c")],
+        rating("d"): states[rating("d")],
+    }
+    system.assert_own(untouched)
 
 
-async def test_a_recorded_game_is_never_applied_again(backend: Backend) -> None:
+async def test_a_recorded_game_is_never_applied_again(system: System[S], backend: Backend[S]) -> None:
+    rating, game = system.rating, system.game
     store = backend.store("A")
-    states = await seeded(store, {"a": 180000, "b": 170000})
-    write, _ = game_write(make_game("g1", "a", "b"), states)
+    states = await seeded(system, store, {"a": 180000, "b": 170000})
+    write, _ = system.game_write(game("g1", "a", "b"), states)
     assert (await store.apply([write]))[0] == [True]
     current = (await store.read([rating("a"), rating("b")], [])).states
-    again, _ = game_write(make_game("g1", "a", "b"), current)  # fresh seqs, same game
+    again, _ = system.game_write(game("g1", "a", "b"), current)  # fresh seqs, same game
     assert (await store.apply([again]))[0] == [False]
-    skipped: Write[RatingState] = Write("g9", facts_digest(make_game("g9", "a", "b", rated=False)), (), ())
+    unrated = system.engine.apply(game("g9", "a", "b", rated=False), {}, None)
+    assert unrated.verdict is Verdict.SKIPPED
+    skipped: Write[S] = Write("g9", unrated.digest, (), ())
     assert (await store.apply([skipped]))[0] == [True]
     assert (await store.apply([skipped]))[0] == [False]
     assert (await store.read([], ["g9"])).records == {"g9": skipped.digest}
 
 
-async def test_watermarks_rise_only_with_an_apply_of_every_item_and_never_fall(backend: Backend) -> None:
+async def test_watermarks_rise_only_with_an_apply_of_every_item_and_never_fall(
+    system: System[S], backend: Backend[S]
+) -> None:
     store = backend.store("A")
-    states = await seeded(store, {"a": 180000, "b": 170000})
-    write, _ = game_write(make_game("g1", "a", "b"), states)
+    states = await seeded(system, store, {"a": 180000, "b": 170000})
+    write, _ = system.game_write(system.game("g1", "a", "b"), states)
     assert (await store.apply([write], (), [Watermark("games", 0, 10)]))[0] == [True]
-    stale, _ = game_write(make_game("g2", "a", "b"), states)
+    stale, _ = system.game_write(system.game("g2", "a", "b"), states)
     assert (await store.apply([stale], (), [Watermark("games", 0, 20)]))[0] == [False]
     assert await store.watermarks("games") == {0: 10}
     await store.apply([], (), [Watermark("games", 0, 5), Watermark("games", 1, 7)])
@@ -130,10 +241,11 @@ async def test_watermarks_rise_only_with_an_apply_of_every_item_and_never_fall(b
     assert await store.watermarks("other") == {}
 
 
-async def test_a_held_lease_blocks_another_process_until_acknowledged(backend: Backend) -> None:
+async def test_a_held_lease_blocks_another_process_until_acknowledged(system: System[S], backend: Backend[S]) -> None:
+    rating = system.rating
     a, b = backend.store("A"), backend.store("B")
-    states = await seeded(a, {"a": 180000, "b": 170000})
-    write, updates = game_write(make_game("g1", "a", "b"), states)
+    states = await seeded(system, a, {"a": 180000, "b": 170000})
+    write, updates = system.game_write(system.game("g1", "a", "b"), states)
     _, claimed = await a.apply([write])
     assert set(claimed.outboxes) == {rating("a"), rating("b")}
     blocked = await b.claim([rating("a"), rating("b")])
@@ -143,15 +255,20 @@ async def test_a_held_lease_blocks_another_process_until_acknowledged(backend: B
     assert free.outboxes == {} and free.blocked == []  # nothing left to publish
 
 
-async def test_an_acknowledgement_pops_only_the_event_it_sent_and_keep_renews_the_lease(backend: Backend) -> None:
+async def test_an_acknowledgement_pops_only_the_event_it_sent_and_keep_renews_the_lease(
+    system: System[S], backend: Backend[S]
+) -> None:
+    rating = system.rating
     a, b = backend.store("A"), backend.store("B")
-    states = await seeded(a, {"a": 180000, "b": 170000, "c": 160000})
-    first, u1 = game_write(make_game("g1", "a", "b"), states)
+    states = await seeded(system, a, {"a": 180000, "b": 170000, "c": 160000})
+    first, u1 = system.game_write(system.game("g1", "a", "b"), states)
     after = {**states, **{u.key: u.state for u in u1}}
-    second, u2 = game_write(make_game("g2", "a", "c"), after)
+    second, u2 = system.game_write(system.game("g2", "a", "c"), after)
     _, claimed = await a.apply([first, second])
     assert claimed.outboxes[rating("a")] == [u1[0].payload, u2[0].payload]
-    assert (await a.read([rating("a")], [])).states[rating("a")] == u2[0].state  # the later of one call's writes
+    latest = (await a.read([rating("a")], [])).states
+    assert latest[rating("a")] == u2[0].state  # the later of one call's writes
+    system.assert_own(latest)
     sent = {rating("a"): u1[0].payload}
     assert await a.ack(sent, keep=[rating("a")]) == []
     assert await a.ack(sent, keep=[rating("a")]) == []  # retried after a lost reply: drops nothing else
@@ -161,10 +278,13 @@ async def test_an_acknowledgement_pops_only_the_event_it_sent_and_keep_renews_th
     assert (await a.read([rating("a")], [])).unconfirmed == {rating("a"): 0}
 
 
-async def test_a_lease_expires_after_the_lease_time_and_the_old_holder_learns_it_lost_it(backend: Backend) -> None:
+async def test_a_lease_expires_after_the_lease_time_and_the_old_holder_learns_it_lost_it(
+    system: System[S], backend: Backend[S]
+) -> None:
+    rating = system.rating
     a, b = backend.store("A"), backend.store("B")
-    states = await seeded(a, {"a": 180000, "b": 170000})
-    write, updates = game_write(make_game("g1", "a", "b"), states)
+    states = await seeded(system, a, {"a": 180000, "b": 170000})
+    write, updates = system.game_write(system.game("g1", "a", "b"), states)
     await a.apply([write])
     await backend.advance(LEASE + 0.2)
     taken = await b.claim([rating("a"), rating("b")])
@@ -173,19 +293,20 @@ async def test_a_lease_expires_after_the_lease_time_and_the_old_holder_learns_it
     assert (await a.read([rating("a")], [])).unconfirmed == {rating("a"): 1}  # B publishes it
 
 
-async def test_a_flush_claims_an_outbox_left_by_a_process_that_died(backend: Backend) -> None:
+async def test_a_flush_claims_an_outbox_left_by_a_process_that_died(system: System[S], backend: Backend[S]) -> None:
+    rating = system.rating
     a, b = backend.store("A"), backend.store("B")
-    states = await seeded(a, {"a": 180000, "b": 170000})
-    write, updates = game_write(make_game("g1", "a", "b"), states)
+    states = await seeded(system, a, {"a": 180000, "b": 170000})
+    write, updates = system.game_write(system.game("g1", "a", "b"), states)
     await a.apply([write])  # A dies before publishing
     await backend.advance(LEASE + 0.2)
     _, claimed = await b.apply([], [rating("a")])
     assert claimed.outboxes == {rating("a"): [updates[0].payload]}
 
 
-async def test_a_record_without_facts_reads_back_as_restored(backend: Backend) -> None:
+async def test_a_record_without_facts_reads_back_as_restored(system: System[S], backend: Backend[S]) -> None:
     store = backend.store("A")
-    restored: Write[RatingState] = Write("g1", RESTORED, (), ())
+    restored: Write[S] = Write("g1", RESTORED, (), ())
     assert (await store.apply([restored]))[0] == [True]
     assert (await store.read([], ["g1"])).records == {"g1": RESTORED}
-    assert ENGINE.apply(make_game("g1", "a", "b"), {}, RESTORED).verdict == "duplicate"
+    assert system.engine.apply(system.game("g1", "a", "b"), {}, RESTORED).verdict == "duplicate"
