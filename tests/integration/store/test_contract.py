@@ -12,7 +12,6 @@ file's: tests/integration/store/test_cc_states.py.)
 """
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,21 +45,10 @@ class MakeGame(Protocol):
 
 
 def make_cc_game(game_id: str, white: str, black: str, result: str = "1-0", rated: bool = True) -> GameFinished:
-    """A correspondence game (3 days a move) that ended by checkmate."""
-    return CorrespondenceGameFinished.model_validate_json(
-        json.dumps(
-            {
-                "event_id": f"ev-{game_id}",
-                "game_id": game_id,
-                "finished_at": "2026-11-29T21:44:51Z",
-                "rated": rated,
-                "time_control": {"base_seconds": 259200, "increment_seconds": 0},
-                "white_id": white,
-                "black_id": black,
-                "result": result,
-                "termination": "checkmate",
-            }
-        )
+    """The same game as `make_game`'s, as a correspondence game (3 days a move)."""
+    game = make_game(game_id, white, black, result, rated).model_dump()
+    return CorrespondenceGameFinished.model_validate(
+        {**game, "time_control": {"base_seconds": 259200, "increment_seconds": 0}}
     )
 
 
