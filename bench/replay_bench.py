@@ -1,20 +1,29 @@
-"""Benchmark of the offline replay: `rating-worker rate` over a generated stream, against its JSON floor.
+"""Benchmark of the offline replay: `rating-worker rate` of each rating system, against its JSON floor.
 
-    .venv/bin/python bench/replay_bench.py [--games 1000000] [--players 20000] [--runs 3]
+    .venv/bin/python bench/replay_bench.py [--games 1000000] [--players 20000] [--runs 3] [--systems arena,uscf-cc]
 
-Each run times, one after the other on the same file and pinned to the last core (`taskset`, where
-available), the JSON floor (`bench/json_floor.py`: stdlib `json.loads` of each line and two
-event-shaped `json.dumps`, nothing else) and `rating-worker rate`, whole processes, start to
-exit. It prints every run, the medians and `rate / floor` in games/s: the target is at least
-0.5 (absolute speeds differ severalfold between machines and sessions; the ratio does not).
-Then the peak RSS of `rate` and the memory the store keeps per rating, per player (three
-categories) and per distinct game (tracemalloc). Nothing is asserted.
+For each system of `--systems` (default `arena,uscf-cc`) it generates, once, as many games among as
+many players with that system's generator (`worker.embedded.simulation.SIMULATIONS`: the arena's
+games, or the correspondence games of `uscf-cc`) and its seeding file, cached in the workdir under
+names that include the system. Each run then times, one after the other and interleaved, for each
+system in turn, the JSON floor on that system's file (`bench/json_floor.py`: stdlib `json.loads`
+of each line and two event-shaped `json.dumps`, nothing else) and `rating-worker rate` with
+`RATING_SYSTEM` set to the system (every other `RATING_*` variable dropped), each a whole process,
+start to exit, pinned to the last core (`taskset`, where available).
+
+It prints every run (per system: the floor's and `rate`'s games/s and `rate / floor`; then
+`uscf-cc / arena`, `rate`'s games/s of the two), the last run's summary of each `rate`, then the
+medians: per system the floor, `rate` and `rate / floor`, whose target is at least 0.5, and
+`uscf-cc / arena` (the ratio of the two systems' median games/s), whose target is at least 0.6
+(absolute speeds differ severalfold between machines and sessions; the ratios measured in one
+run do not). Then the peak RSS of each system's `rate` (the highest of its runs), and, for the
+arena only, the memory the store keeps per rating, per player (three categories) and per
+distinct game (tracemalloc). Nothing is asserted.
 """
 
 import argparse
 import asyncio
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -22,10 +31,11 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.game_finished import GameFinished
-from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.simulation import SIMULATIONS
 from worker.engine.engine import Engine, SeedRow
 from worker.engine.schedule import SeedItem, apply_in_order
 from worker.replay.memory_store import MemoryBackend, MemoryStore
@@ -34,36 +44,64 @@ from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.state import UNSEEN, RatingState
 
+# Runs a command and prints its peak RSS: the wrapper is small when it forks, so the child's
+# `ru_maxrss` is its own (Linux carries the forking process's high-water mark across exec: taken
+# from this benchmark, it would be at least this benchmark's). As in bench/recovery_bench.py.
+_PEAK_RSS = """
+import resource, subprocess, sys
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+sys.stderr.buffer.write(done.stderr)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
 
-def generate(directory: Path, games: int, players: int) -> tuple[Path, Path]:
-    games_path, seed_path = directory / f"games-{games}-{players}.jsonl", directory / f"seed-{players}.csv"
-    if not games_path.exists():
-        sim = ArenaSimulation(players, seed=42)
-        seed_path.write_text(sim.seed_csv(), encoding="utf-8")
-        with games_path.open("wb") as f:
+
+def generate(directory: Path, system: str, games: int, players: int) -> tuple[Path, Path]:
+    """The system's games and seeding file, generated once and cached (written whole, then renamed)."""
+    games_path = directory / f"games-{system}-{games}-{players}.jsonl"
+    seed_path = directory / f"seed-{system}-{players}.csv"
+    if not (games_path.exists() and seed_path.exists()):
+        sim = SIMULATIONS[system](players, seed=42)
+        partial_seed, partial_games = seed_path.with_suffix(".partial"), games_path.with_suffix(".partial")
+        partial_seed.write_text(sim.seed_csv(), encoding="utf-8")
+        with partial_games.open("wb") as f:
             for line in sim.game_lines(games, bad_share=0.001, redelivery_share=0.01):
                 f.write(line + b"\n")
+        partial_seed.replace(seed_path)
+        partial_games.replace(games_path)
     return games_path, seed_path
 
 
-def timed(command: list[str]) -> tuple[float, str]:
-    """Wall seconds of `command` pinned to the last core, and its stderr. (On these 2-core
-    machines the first core also takes the interrupts: the same run varied 4.5-5.3 s there,
-    4.0-4.1 s on the second.)"""
+def system_env(system: str) -> dict[str, str]:
+    """This process's environment with `RATING_SYSTEM=system` and no other `RATING_*` variable."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("RATING_")}
+    env["RATING_SYSTEM"] = system
+    return env
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, str, float]:
+    """Wall seconds of `command` pinned to the last core, its stderr and its peak RSS in MiB. (On
+    these 2-core machines the first core also takes the interrupts: the same run varied 4.5-5.3 s
+    there, 4.0-4.1 s on the second.)"""
+    wrapped = [sys.executable, "-c", _PEAK_RSS, *command]
     if shutil.which("taskset"):
-        command = ["taskset", "-c", str((os.cpu_count() or 1) - 1), *command]
+        wrapped = ["taskset", "-c", str((os.cpu_count() or 1) - 1), *wrapped]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, check=True)
-    return time.perf_counter() - started, done.stderr
+    done = subprocess.run(wrapped, env=env, capture_output=True, text=True, check=True)
+    seconds = time.perf_counter() - started
+    status, peak_kib = (int(x) for x in done.stdout.split())
+    if status != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({status}): {done.stderr[-2000:]}")
+    return seconds, done.stderr, peak_kib / 1024
 
 
-def run_rate(games_path: Path, seed_path: Path) -> tuple[float, str]:
+def run_rate(system: str, games_path: Path, seed_path: Path) -> tuple[float, str, float]:
     command = [sys.executable, "-m", "worker", "rate", str(games_path), "--seed", str(seed_path)]
-    return timed([*command, "--out", "/dev/null", "--dlq", "/dev/null"])
+    return timed([*command, "--out", "/dev/null", "--dlq", "/dev/null"], system_env(system))
 
 
-def run_floor(games_path: Path) -> float:
-    return timed([sys.executable, str(Path(__file__).with_name("json_floor.py")), str(games_path)])[0]
+def run_floor(system: str, games_path: Path) -> float:
+    floor = Path(__file__).with_name("json_floor.py")
+    return timed([sys.executable, str(floor), str(games_path)], system_env(system))[0]
 
 
 def memory_per_item(n: int) -> tuple[float, float]:
@@ -104,40 +142,84 @@ def _grown(before: tracemalloc.Snapshot) -> int:
     return sum(stat.size_diff for stat in after.compare_to(before, "filename"))
 
 
+@dataclass
+class Measured:
+    """One system's file and what its runs measured."""
+
+    games_path: Path
+    seed_path: Path
+    lines: int
+    floors: list[float] = field(default_factory=list)  # games/s
+    rates: list[float] = field(default_factory=list)  # games/s
+    peak_mib: float = 0.0
+    summary: str = ""
+
+
+def parse_systems(value: str) -> list[str]:
+    systems = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in systems if name not in SIMULATIONS]
+    if unknown or not systems or len(set(systems)) != len(systems):
+        raise argparse.ArgumentTypeError(f"a comma-separated list of distinct systems among {', '.join(SIMULATIONS)}")
+    return systems
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=1_000_000)
     parser.add_argument("--players", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--systems", type=parse_systems, default=["arena", "uscf-cc"], help="default: arena,uscf-cc")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "rating-bench")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
+    systems: list[str] = args.systems
 
-    t = time.perf_counter()
-    games_path, seed_path = generate(args.workdir, args.games, args.players)
-    size = games_path.stat().st_size
-    print(f"input: {games_path} ({size / 1e6:.0f} MB, generated or reused in {time.perf_counter() - t:.1f} s)")
-    lines = sum(1 for _ in games_path.open("rb"))
-    floors, rates = [], []
-    for run in range(1, args.runs + 1):
-        floors.append(lines / run_floor(games_path))
-        seconds, summary = run_rate(games_path, seed_path)
-        rates.append(lines / seconds)
+    measured: dict[str, Measured] = {}
+    for system in systems:
+        t = time.perf_counter()
+        games_path, seed_path = generate(args.workdir, system, args.games, args.players)
+        size = games_path.stat().st_size
         print(
-            f"run {run}: floor {floors[-1]:,.0f} games/s, rate {rates[-1]:,.0f} games/s, "
-            f"rate / floor {rates[-1] / floors[-1]:.2f}"
+            f"input ({system}): {games_path} ({size / 1e6:.0f} MB, generated or reused in "
+            f"{time.perf_counter() - t:.1f} s), seed {seed_path}"
         )
-    print(summary.rstrip())
-    floor, rate = statistics.median(floors), statistics.median(rates)
-    print(f"{lines:,} lines, median of {args.runs}: floor {floor:,.0f} games/s, rate {rate:,.0f} games/s")
-    print(f"rate / floor: {rate / floor:.2f} (target >= 0.5)")
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(f"peak RSS of a child (rate's): {peak_kib / 1024:.0f} MiB")
-    per_rating, per_game = memory_per_item(200_000)
-    print(
-        f"memory: {per_rating:.0f} B per rating, {3 * per_rating:.0f} B per player rated in all 3 categories, "
-        f"{per_game:.0f} B per distinct game"
-    )
+        with games_path.open("rb") as f:
+            lines = sum(1 for _ in f)
+        measured[system] = Measured(games_path, seed_path, lines)
+    both = "arena" in measured and "uscf-cc" in measured
+    for run in range(1, args.runs + 1):
+        for system, m in measured.items():
+            m.floors.append(m.lines / run_floor(system, m.games_path))
+            seconds, m.summary, peak_mib = run_rate(system, m.games_path, m.seed_path)
+            m.rates.append(m.lines / seconds)
+            m.peak_mib = max(m.peak_mib, peak_mib)
+            print(
+                f"run {run} ({system}): floor {m.floors[-1]:,.0f} games/s, rate {m.rates[-1]:,.0f} games/s, "
+                f"rate / floor {m.rates[-1] / m.floors[-1]:.2f}"
+            )
+        if both:
+            print(f"run {run}: uscf-cc / arena {measured['uscf-cc'].rates[-1] / measured['arena'].rates[-1]:.2f}")
+    for system, m in measured.items():
+        print(f"last run's rate ({system}):")
+        print(m.summary.rstrip())
+    medians: dict[str, float] = {}
+    for system, m in measured.items():
+        floor, rate = statistics.median(m.floors), statistics.median(m.rates)
+        medians[system] = rate
+        print(
+            f"{system}: {m.lines:,} lines, median of {args.runs}: floor {floor:,.0f} games/s, rate {rate:,.0f} games/s"
+        )
+        print(f"{system}: rate / floor: {rate / floor:.2f} (target >= 0.5)")
+    if both:
+        print(f"uscf-cc / arena: {medians['uscf-cc'] / medians['arena']:.2f} (median games/s; target >= 0.6)")
+    for system, m in measured.items():
+        print(f"peak RSS of a child (rate's, {system}): {m.peak_mib:.0f} MiB")
+    if "arena" in measured:
+        per_rating, per_game = memory_per_item(200_000)
+        print(
+            f"memory (the arena's store only): {per_rating:.0f} B per rating, "
+            f"{3 * per_rating:.0f} B per player rated in all 3 categories, {per_game:.0f} B per distinct game"
+        )
 
 
 if __name__ == "__main__":
