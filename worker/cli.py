@@ -392,7 +392,11 @@ def cmd_switch_over(args: argparse.Namespace) -> int:
     for rating in report.moving:
         print(f"not switched: {rating} changed in each of its rounds; run switch-over again", file=sys.stderr)
     for rating in report.live_only:
-        print(f"not compared: {rating} is live but has no state in the rebuild (imported since?)", file=sys.stderr)
+        print(
+            f"not compared: {rating} is live but has no state in the rebuild (imported since?); contract v1 cannot "
+            "import it unrated",
+            file=sys.stderr,
+        )
     print(
         f"switch-over: {report.differing} ratings differed; {report.switched} imported events published in "
         f"{report.rounds} rounds; {report.brought_forward} games applied since the rebuild brought forward",
@@ -489,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rate = commands.add_parser("rate", help="replay games from a JSON-lines file, offline, state in memory")
     rate.add_argument("games", metavar="GAMES.jsonl", help="input events, one JSON object per line ('-' = stdin)")
-    rate.add_argument("--seed", type=Path, metavar="SEED.csv", help="established ratings, applied before the games")
+    rate.add_argument("--seed", type=Path, metavar="SEED.csv", help="ratings to seed, applied before the games")
     rate.add_argument("--out", type=Path, metavar="FILE", help="output events (default: stdout)")
     rate.add_argument("--dlq", type=Path, metavar="FILE", help="dead letters, one JSON line each (default: stderr)")
     rate.add_argument(
@@ -505,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="generate realistic games (and a seeding file) of the RATING_SYSTEM's input, for tests and demos",
     )
     sample.add_argument("games_out", type=Path, metavar="GAMES.jsonl", help="the games file to write")
-    sample.add_argument("--seed-out", type=Path, metavar="SEED.csv", help="also write established players' ratings")
+    sample.add_argument("--seed-out", type=Path, metavar="SEED.csv", help="also write the seeded players' ratings")
     sample.add_argument("--games", type=_whole(1), default=500, help="games to write")
     sample.add_argument("--players", type=_whole(2), default=40, help="players in the arena")
     sample.add_argument("--random-seed", type=int, default=1, help="the same seed writes the same files")
@@ -523,7 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=cmd_run)
 
-    imp = commands.add_parser("import", help="seed established ratings through the worker's path, publishing them")
+    imp = commands.add_parser("import", help="seed ratings through the worker's path, publishing them")
     imp.add_argument("seed", type=Path, metavar="SEED.csv", help="rows player_id,category,rating,rated_games")
     imp.add_argument("--force", action="store_true", help="overwrite ratings that already have state")
     imp.set_defaults(func=cmd_import)
@@ -604,8 +608,9 @@ def build_parser() -> argparse.ArgumentParser:
     erase.add_argument("player_id", metavar="PLAYER_ID", help="the player to forget")
     erase.add_argument(
         "--category",
-        choices=sorted({c for rules in RULES.values() for c in rules.categories}),
-        help="only this category, one of the system's (default: every category of the system)",
+        metavar="C",
+        help="only this category, one of the system's: rapid, blitz or bullet for the arena, correspondence for "
+        "uscf-cc (default: every category of the system)",
     )
     erase.add_argument(
         "--force", action="store_true", help="also when events of his are not yet published (they are dropped)"

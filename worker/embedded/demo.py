@@ -132,7 +132,7 @@ def _render(
     rate_out: float,
     header: str,
     tty: bool,
-    categories: tuple[str, ...] = ("rapid", "blitz", "bullet"),
+    categories: tuple[str, ...],
 ) -> str:
     if not tty:
         if not joined:

@@ -1,4 +1,4 @@
-"""`rating-worker import SEED.csv`: established ratings through the worker's own path.
+"""`rating-worker import SEED.csv`: seeded ratings (the system's rows) through the worker's own path.
 
 Rows go through the same pipeline as games (read, engine, check-and-set, outbox,
 publication), in chunks. Re-running after a stop half way is safe: rows already imported

@@ -20,7 +20,9 @@ Games a worker applies after a rating's import are applied on top of it, as usua
 rule changed nothing is imported, and a corrected rule reaches every rating, including the
 games applied after the rebuild. The arena's contract (v1) has its `imported` event always
 carry a rating: a rating the rebuild leaves *unrated* while the live one differs is listed, not
-switched. Contract v2 imports it too, with `rating_after` null (`RatingSystem.row_of`).
+switched, and so is a live rating the rebuild has no state for. Contract v2 imports both, with
+`rating_after` null (`RatingSystem.row_of`): a live rating the rebuild never gave a state is
+unrated by the corrected rules (so `rebuild` needs the seed file the deployment was seeded with).
 """
 
 import asyncio
@@ -89,16 +91,19 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
             # have changed a rating that matched then (its opponent's import had moved).
             snapshot = await _snapshot(redis, settings)
             forward = await _bring_forward(redis, settings, prefix, ends, rebuilt_keys, report)
-            report.live_only = sorted(set(snapshot) - set(forward))
-            rows, expected, unrated = [], {}, []
-            for key in sorted(forward):
-                state = forward[key]
+            rows, expected, unrated, live_only = [], {}, [], []
+            for key in sorted(set(forward) | set(snapshot)):
+                player, _, category = key.partition("/")
+                if key not in forward and rules.row_of(player, category, rules.unseen) is None:
+                    live_only.append(key)  # live, no state in the rebuild, and v1 cannot unrate it
+                    continue
+                # A live rating the rebuild has no state for: the rebuild's is the never-seen one.
+                state = forward.get(key, rules.unseen)
                 live = snapshot.get(key, rules.unseen)
                 if live.seq and same(rules, live, state):
                     continue
-                player, _, category = key.partition("/")
                 row = rules.row_of(player, category, state)
-                if row is None:  # not importable by the system's contract
+                if row is None:  # not importable by the system's contract (v1: an unrated state)
                     if live.seq:
                         unrated.append(key)
                     continue
@@ -106,6 +111,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
                     continue  # unrated in the rebuild and never seen live: nothing to announce
                 rows.append(row)
                 expected[key] = live.seq
+            report.live_only = live_only
             report.unrated = unrated
             if report.rounds == 1:
                 report.differing = len(rows) + len(unrated)

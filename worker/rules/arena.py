@@ -7,6 +7,7 @@ changes to whole points (the arena's text does not say them).
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import cast
 
 from pydantic import ValidationError
 
@@ -127,7 +128,8 @@ class ArenaRules:
         self, game: GameFinished, category: str, white: RatingState, black: RatingState
     ) -> Rated[RatingState] | Skip:
         pairing = Pairing(game.game_id, game.white_id, game.black_id, _WHITE_SCORE[game.result])
-        return self.rate(pairing, Category(category), white, black)
+        # `category` is what `self.category` gave: a Category already (no enum lookup per game).
+        return self.rate(pairing, cast(Category, category), white, black)
 
     def rate(
         self, pairing: Pairing, category: Category, white: RatingState, black: RatingState

@@ -2,8 +2,9 @@
 the system's topics (its input topic too) and `check` passes them; `replay-dead-letters` puts a
 record back on the topic it came from, and a game parked as too large is applied once after the
 limit is raised; `erase` forgets a correspondence rating (and refuses a category of another
-system); `rebuild` and `switch-over` publish a rebuilt rating that differs, an unrated one too
-(`rating_after` null); a key prefix owned by one system stops the other's commands at start."""
+system); `rebuild` and `switch-over` publish a rebuilt rating that differs, and unrate a live
+rating the rebuild has no state for (`rating_after` null); a key prefix owned by one system
+stops the other's commands at start."""
 
 import json
 import signal
@@ -149,25 +150,25 @@ async def test_switch_over_publishes_a_rebuilt_rating_that_differs_an_unrated_on
     rebuilt = {k.decode().removeprefix(f"{rebuild}s:"): r.get(k) for k in r.scan_iter(f"{rebuild}s:*")}
     live = {k.decode().removeprefix(f"{PREFIX}s:"): r.get(k) for k in r.scan_iter(f"{PREFIX}s:*")}
     assert sorted(rebuilt) == sorted(live) == [f"{p}/correspondence" for p in ("ann", "bob", "cat", "dan")]
-    # As if the live states had been computed by an older rule: cat's rating differs, and dan
-    # would be unrated under the corrected one (the rebuild's state, written here).
+    # As if the live states had been computed by an older rule: cat's rating differs, and zed
+    # holds a rating the corrected rules never give him (the rebuild has no state for him).
     r.set(f"{PREFIX}s:cat/correspondence", b"1|123456|1")
-    r.set(f"{rebuild}s:dan/correspondence", b"1||0")
+    r.set(f"{PREFIX}s:zed/correspondence", b"1|150000|3")
 
     switched = run(stack, "switch-over")
     assert switched.returncode == 0, switched.stderr
     assert "2 imported events published" in switched.stderr
     new = [e for e in await events(stack, len(before) + 2) if e not in before]
-    assert [(e["player_id"], e["kind"], e["seq"]) for e in new] == [("cat", "imported", 2), ("dan", "imported", 2)]
-    cat, dan = new
+    assert [(e["player_id"], e["kind"], e["seq"]) for e in new] == [("cat", "imported", 2), ("zed", "imported", 2)]
+    cat, zed = new
     # cat lost to ann (1608.00 after g1): his first rating 1208.00 (uscf-cc.md section 7).
     assert (cat["rating_before"], cat["rating_after"], cat["delta"]) == (1234.56, 1208.0, -26.56)
-    assert (dan["rating_before"], dan["rating_after"], dan["delta"]) == (1381.82, None, None)
-    assert dan["state"] == {"rating": None, "rated_games": 0, "seq": 2}
-    assert dan["display_after"] == 1200  # the training rating, shown while unrated
+    assert (zed["rating_before"], zed["rating_after"], zed["delta"]) == (1500.0, None, None)
+    assert zed["state"] == {"rating": None, "rated_games": 0, "seq": 2}
+    assert zed["display_after"] == 1200  # the training rating, shown while unrated
     for e in new:
         CcRatingChanged.model_validate(e)
-    assert r.get(f"{PREFIX}s:dan/correspondence") == b"2||0"
+    assert r.get(f"{PREFIX}s:zed/correspondence") == b"2||0"
     assert r.get(f"{PREFIX}s:cat/correspondence") == b"2|120800|1"
 
 
