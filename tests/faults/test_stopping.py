@@ -70,8 +70,8 @@ def wait_for_log(worker: subprocess.Popen[bytes], log: Path, text: str, timeout:
 def in_flight(metrics_port: int) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=3) as response:
         for line in response.read().decode().splitlines():
-            if line.startswith("rating_games_in_flight "):
-                return float(line.split()[1])
+            if line.startswith('rating_games_in_flight{system="arena"} '):  # every series has its system
+                return float(line.split()[-1])
     return 0.0
 
 

@@ -54,7 +54,8 @@ class View:
             self.events += 1
             self.kinds[e["kind"]] += 1
         key = f"{e['player_id']}/{e['category']}"
-        status = "rated" if e["state"]["rating"] is not None else "unrated"  # of every contract's state
+        state = e["state"]  # v1's says its status; v2's has the rating alone (null while unrated)
+        status = state.get("status", "rated" if state.get("rating") is not None else "unrated")
         self.ratings[key] = (status, e["display_after"] if status == "rated" else None, e["seq"])
         delta = f" ({e['delta']:+.2f})" if e["delta"] is not None else ""
         versus = f" vs {e['opponent_id']}" if e["opponent_id"] else ""
