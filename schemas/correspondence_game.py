@@ -1,16 +1,16 @@
 """Input of the `uscf-cc` system: `arena.game.finished.v1.correspondence` (contract v2, "Input"):
 v1's game plus an optional `forfeit_kind`."""
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import ConfigDict, model_validator
 
-from schemas.game_finished import GameFinished
+from schemas.system_game import SystemGameFinished
 
 ForfeitKind = Literal["ordinary", "special"]
 
 
-class CorrespondenceGameFinished(GameFinished):
+class CorrespondenceGameFinished(SystemGameFinished):
     """A finished correspondence game. `forfeit_kind`, when present, is exactly `"ordinary"` or
     `"special"` whatever the termination (`null` too is refused); absent, it is `"ordinary"`.
     A special forfeit has a winner. An object with a `control` key is never a game."""
@@ -18,13 +18,6 @@ class CorrespondenceGameFinished(GameFinished):
     model_config = ConfigDict(strict=True, frozen=True, extra="ignore", title="arena.game.finished.v1.correspondence")
 
     forfeit_kind: ForfeitKind = "ordinary"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _not_a_control_message(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "control" in data:
-            raise ValueError("an object with a `control` key is a control message, never a game")
-        return data
 
     @model_validator(mode="after")
     def _special_forfeit_has_a_winner(self) -> "CorrespondenceGameFinished":

@@ -6,8 +6,9 @@ when they differ from the models.
 
 import json
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
 from schemas.correspondence_game import CorrespondenceGameFinished
 from schemas.game_finished import GameFinished
@@ -17,7 +18,8 @@ from schemas.seed_record import SeedRecord
 from schemas.seed_record_cc import CcSeedRecord
 
 SCHEMA_DIR = Path(__file__).parent / "json"
-MODELS: dict[str, type[BaseModel]] = {
+# Each file's model: a pydantic model, or an annotated union of them (v2's events).
+MODELS: dict[str, Any] = {
     "arena.game.finished.v1.schema.json": GameFinished,
     "arena.rating.changed.v1.schema.json": RatingChanged,
     "seed-record.schema.json": SeedRecord,
@@ -28,8 +30,8 @@ MODELS: dict[str, type[BaseModel]] = {
 }
 
 
-def render(model: type[BaseModel]) -> str:
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **model.model_json_schema()}
+def render(model: Any) -> str:
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **TypeAdapter(model).json_schema()}
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 

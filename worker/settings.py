@@ -51,7 +51,7 @@ def redis_address(url: str) -> str:
 
 KEY_PATTERN_CHARS = "*?[]\\"  # characters of a Redis key pattern (SCAN MATCH): never in a prefix
 
-System = Literal["arena", "uscf-cc"]
+System = Literal["arena", "uscf-cc", "glicko2"]
 
 
 class SystemNames(NamedTuple):
@@ -147,13 +147,26 @@ class RulesSettings(BaseSettings):
     system: Annotated[
         System,
         Field(
-            description="The rating system of this deployment: `arena` (contract v1) or `uscf-cc` (US Chess "
-            "correspondence, contract v2). It sets the "
+            description="The rating system of this deployment: `arena` (contract v1), `uscf-cc` (US Chess "
+            "correspondence, contract v2) or `glicko2` (Glicko-2 game by game, contract v2). It sets the "
             "defaults of `RATING_TOPIC_GAMES`, `RATING_TOPIC_RATINGS`, `RATING_TOPIC_DEAD_LETTERS`, "
             "`RATING_KAFKA_GROUP_ID` and `RATING_REDIS_KEY_PREFIX`; no deployment may use another system's output "
             "topic, dead-letter topic, group or key prefix.",
         ),
     ] = "arena"
+
+    # A game's finished_at may be this much later than its record's timestamp, no more.
+    future_allowance_seconds: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="How much later than its record's timestamp (as the consumer receives it: CreateTime, or "
+            "LogAppendTime on a topic so configured) a game's `finished_at` may be (glicko2: a game finishing in "
+            "the future would stop its players' deviations from growing); later, it is dead-lettered as "
+            "`invalid_schema`. An hour covers clock skew between producers and the broker. `rate`'s lines carry no "
+            "timestamp and are not checked; `rebuild` checks each record with the timestamp it reads for it.",
+        ),
+    ] = 3600
 
     # The fixed rating shown to unrated players; it never enters a calculation.
     training_rating: Annotated[

@@ -95,7 +95,7 @@ def test_every_label_declares_the_values_the_code_produces() -> None:
     assert values[metrics.DEAD_LETTERS] == {"kind": tuple(k.value for k in ErrorKind)}
     assert values[metrics.CHANGES_PUBLISHED] == {
         "kind": tuple(k.value for k in Kind),
-        "category": tuple(c for rules in RULES.values() for c in rules.categories),  # the arena's first
+        "category": tuple(dict.fromkeys(c for rules in RULES.values() for c in rules.categories)),  # the arena's first
     }
     assert values[metrics.CHANGES_PUBLISHED]["category"][:3] == tuple(c.value for c in Category)
     assert values[metrics.RETRIES] == {

@@ -13,7 +13,7 @@ from worker.store.state_codec import CODECS
 
 def test_every_layer_knows_the_same_systems() -> None:
     systems = set(get_args(System))
-    assert systems == {"arena", "uscf-cc"}
+    assert systems == {"arena", "uscf-cc", "glicko2"}
     for registry in (RULES, CONTRACTS, CODECS, STORES, SIMULATIONS):
         assert set(registry) == systems, registry
     assert systems <= set(SYSTEM_NAMES)  # which also reserves the names of the systems to come

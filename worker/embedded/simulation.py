@@ -44,10 +44,12 @@ class SeedLine:
     category: str
     rating: str
     rated_games: int
+    extra: tuple[str, ...] = ()  # the system's own fields (glicko2: deviation, volatility)
 
 
 class ArenaSimulation:
     categories: tuple[str, ...] = tuple(Category)
+    seed_header = "player_id,category,rating,rated_games"
 
     def __init__(self, players: int, seed: int = 1, established_share: float = 0.6) -> None:
         self.rng = random.Random(seed)
@@ -62,8 +64,8 @@ class ArenaSimulation:
         self.count = 0
 
     def seed_csv(self) -> str:
-        rows = [f"{s.player_id},{s.category},{s.rating},{s.rated_games}" for s in self.seed_lines()]
-        return "\n".join(["player_id,category,rating,rated_games", *rows]) + "\n"
+        rows = [",".join([s.player_id, s.category, s.rating, str(s.rated_games), *s.extra]) for s in self.seed_lines()]
+        return "\n".join([self.seed_header, *rows]) + "\n"
 
     def seed_lines(self) -> list[SeedLine]:
         """Established players' ratings, near their strength, in every category."""
@@ -73,8 +75,11 @@ class ArenaSimulation:
                 continue
             for category in self.categories:
                 rating = max(1000.0, p.strength + self.rng.gauss(0, 60))
-                lines.append(SeedLine(p.player_id, category, f"{rating:.2f}", self._seeded_games()))
+                lines.append(SeedLine(p.player_id, category, f"{rating:.2f}", self._seeded_games(), self._seed_extra()))
         return lines
+
+    def _seed_extra(self) -> tuple[str, ...]:
+        return ()
 
     def _seeded_games(self) -> int:
         return self.rng.randrange(0, 200)
@@ -91,7 +96,7 @@ class ArenaSimulation:
         """The next finished game, as the arena publishes it."""
         rng = self.rng
         self.count += 1
-        self.clock += timedelta(milliseconds=rng.randrange(50, 2000))
+        self.clock += self._step()
         white = rng.choice(self.players)
         black = self._opponent(white)
         white.recent = [*white.recent[-4:], black.player_id]
@@ -124,6 +129,10 @@ class ArenaSimulation:
             "termination": termination,
             **extra,
         }
+
+    def _step(self) -> timedelta:
+        """The time between two games of the arena: a busy site's."""
+        return timedelta(milliseconds=self.rng.randrange(50, 2000))
 
     def _time_control(self) -> tuple[int, int]:
         """One of the arena's rated controls, by the categories' popularity."""
@@ -198,4 +207,29 @@ class CorrespondenceSimulation(ArenaSimulation):
         return self.rng.choice([{}, {"forfeit_kind": "ordinary"}])  # absent means ordinary
 
 
-SIMULATIONS: dict[str, type[ArenaSimulation]] = {"arena": ArenaSimulation, "uscf-cc": CorrespondenceSimulation}
+class Glicko2Simulation(ArenaSimulation):
+    """The arena's games as `glicko2` reads them (the arena's input topic), spread over months so
+    that deviations grow between a player's games (each plays about every DAYS_BETWEEN days), and
+    dated in the past, so that none finishes later than the moment it is produced (the future
+    check); seeded players come with their deviation and volatility."""
+
+    DAYS_BETWEEN = 3.0
+    seed_header = "player_id,category,rating,rated_games,deviation,volatility"
+
+    def __init__(self, players: int, seed: int = 1, established_share: float = 0.6) -> None:
+        super().__init__(players, seed, established_share)
+        self.clock = datetime(2024, 1, 1, 9, 0, tzinfo=UTC)
+        self.mean_step = self.DAYS_BETWEEN * 86400 / max(1.0, players / 2)  # seconds between two games
+
+    def _step(self) -> timedelta:
+        return timedelta(seconds=self.rng.uniform(0, 2 * self.mean_step))
+
+    def _seed_extra(self) -> tuple[str, ...]:
+        return f"{self.rng.uniform(50, 150):.2f}", f"{self.rng.uniform(0.05, 0.07):.6f}"
+
+
+SIMULATIONS: dict[str, type[ArenaSimulation]] = {
+    "arena": ArenaSimulation,
+    "uscf-cc": CorrespondenceSimulation,
+    "glicko2": Glicko2Simulation,
+}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, cast
 
 from worker.engine.events import Published, RatingEvent, encode, read_v1
-from worker.engine.events_v2 import encode_cc, read_cc
+from worker.engine.events_v2 import encode_cc, encode_glicko2, read_cc, read_glicko2
 from worker.rules.system import RatingSystem, S
 
 
@@ -21,6 +21,7 @@ class Contract(Generic[S]):
 CONTRACTS: dict[str, Contract[Any]] = {
     "arena": Contract(1, encode, read_v1),
     "uscf-cc": Contract(2, encode_cc, read_cc),
+    "glicko2": Contract(2, encode_glicko2, read_glicko2),
 }
 
 

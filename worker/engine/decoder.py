@@ -6,11 +6,12 @@ dead-lettered with the same `error.kind` and message whichever of them reads it.
 
 import re
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
 from schemas.game_finished import GameFinished
+from worker.rules.system import RatingSystem
 
 G = TypeVar("G", bound=GameFinished)
 
@@ -45,6 +46,18 @@ class BadInput(Exception):
 def decode_game(value: bytes, max_bytes: int) -> GameFinished:
     """The game in `value`, or BadInput with the contract's kind and a one-line message."""
     return decode_as(GameFinished, value, max_bytes)
+
+
+def decode_input(
+    rules: RatingSystem[Any], value: bytes, max_bytes: int, record_ms: int | None = None, allowance_seconds: int = 0
+) -> GameFinished:
+    """A game of `rules`' system: its model's, and then its own checks of what the model cannot
+    see (the record's timestamp, `record_ms`: None for a line of `rate`'s file), or BadInput."""
+    game = decode_as(rules.game_model, value, max_bytes)
+    why = rules.refuse(game, record_ms, allowance_seconds)
+    if why is not None:
+        raise BadInput(ErrorKind.INVALID_SCHEMA, why)
+    return game
 
 
 def decode_as(model: type[G], value: bytes, max_bytes: int) -> G:

@@ -168,6 +168,7 @@ class Engine(Generic[S]):
             expected_score=change.expected_score,
             state=after,
             finished_at=game.finished_at,
+            detail=change.detail,
         )
         return Update(event.key, after, event, self.encode(event) if self.encode_events else b"")
 
@@ -190,7 +191,7 @@ class Engine(Generic[S]):
             category=row.category,
             kind=Kind.IMPORTED,
             score=None,
-            rating_before=current.rating,
+            rating_before=current.rating if current.seq else None,  # none before any state (contract)
             rating_after=after.rating,
             display_before=self.display(current),
             display_after=self.display(after),
@@ -198,6 +199,7 @@ class Engine(Generic[S]):
             expected_score=None,
             state=after,
             finished_at=None,
+            detail=self.rules.imported_detail(current),
         )
         return SeedOutcome(SeedVerdict.IMPORTED, Update(row.key, after, event, self.encode(event)))
 

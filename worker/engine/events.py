@@ -44,6 +44,7 @@ class RatingEvent(NamedTuple, Generic[S]):
     expected_score: Hundredths | None
     state: S
     finished_at: str | None
+    detail: object = None  # the system's own detail (its change's), which only its contract reads
 
     @property
     def key(self) -> str:

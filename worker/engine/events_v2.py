@@ -1,18 +1,21 @@
-"""Contract v2's events (`arena.rating.changed.v2.{system}`) of the `uscf-cc` system, and their
-encoding byte for byte: compact UTF-8 JSON, keys in the contract's order, ratings and deltas with
-exactly two decimals (a negative one with a leading `-`), integers as integers. An event is
-encoded once; a re-publication sends the stored bytes.
+"""Contract v2's events (`arena.rating.changed.v2.{system}`) of the `uscf-cc` and `glicko2`
+systems, and their encoding byte for byte: compact UTF-8 JSON, keys in the contract's order,
+ratings, deviations, deltas and expected scores with exactly two decimals (a negative one with a
+leading `-`), volatilities with exactly nine, integers as integers. An event is encoded once; a
+re-publication sends the stored bytes.
 
 The events are the engine's (`worker.engine.events.RatingEvent`), as for every system; the
-arena's are encoded as v1 (`worker.engine.events.encode`), which never changes. The other systems
-of v2 (`glicko2`, `fide`, `tornelo`) add their own `state` and `detail` encodings here when built.
+arena's are encoded as v1 (`worker.engine.events.encode`), which never changes. The per-period
+systems of v2 (`fide`, `tornelo`) add their own `state` and `detail` encodings here when built.
 """
 
 from decimal import Decimal
 from json.encoder import encode_basestring  # C-accelerated; keeps non-ASCII as UTF-8
+from typing import Any, cast
 
-from schemas.rating_changed_v2 import CcRatingChanged
+from schemas.rating_changed_v2 import CcRatingChanged, Glicko2RatingChanged
 from worker.engine.events import Published, RatingEvent, rating_key
+from worker.rules.glicko2 import GlickoState, Nanos
 from worker.rules.hundredths import Hundredths, format_fixed2
 from worker.rules.system import Kind
 from worker.rules.uscf_cc import CcState
@@ -28,6 +31,59 @@ def _fixed2(value: Hundredths | None) -> str:
 def _id(value: str | None) -> str:
     """An id or a validated timestamp: their characters never need escaping."""
     return "null" if value is None else f'"{value}"'
+
+
+def _head(event: RatingEvent[Any], system: str) -> str:
+    """The fields every v2 event has, from `event_id` to `seq` (`state` and `detail` follow)."""
+    before, after = event.rating_before, event.rating_after
+    delta = None if before is None or after is None else Hundredths(after - before)
+    source = "null" if event.source_event_id is None else str(encode_basestring(event.source_event_id))
+    return (
+        f'{{"event_id":"{event.event_id}","system":"{system}","game_id":{_id(event.game_id)},'
+        f'"source_event_id":{source},"player_id":"{event.player_id}","opponent_id":{_id(event.opponent_id)},'
+        f'"category":"{event.category}","kind":"{event.kind}",'
+        f'"score":{"null" if event.score is None else _SCORES[event.score]},'
+        f'"rating_before":{_fixed2(before)},"rating_after":{_fixed2(after)},'
+        f'"display_before":{event.display_before},"display_after":{event.display_after},"delta":{_fixed2(delta)},'
+        f'"seq":{event.state.seq}'
+    )
+
+
+def _fixed9(value: Nanos | None) -> str:
+    """A volatility, in units of 10^-9, with exactly nine decimals: 89998199 -> "0.089998199"."""
+    return "null" if value is None else f"{value // 10**9}.{value % 10**9:09d}"
+
+
+def encode_glicko2(event: RatingEvent[GlickoState]) -> bytes:
+    """A `glicko2` event's value bytes: `state` with the deviation, volatility and `last_rated_at`;
+    `detail` with the expected score and the RD and sigma before (the game's, after their growth;
+    an import's, the previous stored ones) and after (the stored ones)."""
+    state = event.state
+    rd_before, sigma_before = cast(tuple[Hundredths | None, Nanos | None], event.detail)
+    return (
+        f'{_head(event, "glicko2")},"state":{{"rating":{format_fixed2(state.rating)},'
+        f'"rated_games":{state.rated_games},"seq":{state.seq},"deviation":{format_fixed2(state.deviation)},'
+        f'"volatility":{_fixed9(state.volatility)},"last_rated_at":{_id(state.last_rated_at)}}},'
+        f'"finished_at":{_id(event.finished_at)},"detail":{{"expected_score":{_fixed2(event.expected_score)},'
+        f'"deviation_before":{_fixed2(rd_before)},"deviation_after":{format_fixed2(state.deviation)},'
+        f'"volatility_before":{_fixed9(sigma_before)},"volatility_after":{_fixed9(state.volatility)}}}}}'
+    ).encode()
+
+
+def read_glicko2(payload: bytes) -> Published[GlickoState]:
+    """A published `glicko2` event, as `restore` reads it back (validated by the contract's model)."""
+    event = Glicko2RatingChanged.model_validate_json(payload)
+    s = event.state
+    state = GlickoState(
+        Hundredths(int(s.rating * 100)),
+        Hundredths(int(s.deviation * 100)),
+        Nanos(int(s.volatility * 10**9)),
+        s.rated_games,
+        s.last_rated_at,
+        s.seq,
+    )
+    opponent = None if event.opponent_id is None else rating_key(event.opponent_id, event.category)
+    return Published(rating_key(event.player_id, event.category), state, event.game_id, opponent, Kind(event.kind))
 
 
 def encode_cc(event: RatingEvent[CcState]) -> bytes:

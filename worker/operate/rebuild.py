@@ -4,7 +4,7 @@ For when a rule was corrected, or Redis lost writes whose events were never publ
 
 `rebuild` reads the input topic from its beginning up to its current end, remembering the
 offset it read up to in each partition; merges the valid games in `(finished_at, game_id)`
-order (finished_at as an instant, `worker.engine.instants`); applies the seed file first and
+order (finished_at as an instant, `worker.rules.instants`); applies the seed file first and
 computes every rating with the engine in memory, exactly as `rate` does. It writes under a
 fresh key prefix, never touching the live state: the states, the idempotency records of the
 games whose input record arrived within the last retention, and the offsets it read up to
@@ -34,15 +34,15 @@ from typing import Any
 from redis.asyncio import Redis
 
 from schemas.game_finished import GameFinished
-from worker.engine.decoder import BadInput, decode_as
+from worker.engine.decoder import BadInput, decode_as, decode_input
 from worker.engine.engine import Engine, SeedRow, facts_digest
-from worker.engine.instants import instant
 from worker.engine.schedule import SeedItem, apply_in_order
 from worker.operate.external_sort import ExternalSort
 from worker.operate.redis_ops import CHUNK, matching_keys, read_states, unlink_all, with_retry, write_states
 from worker.operate.topic_scan import scan
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.hundredths import Points
+from worker.rules.instants import instant
 from worker.rules.system import RatingSystem, S
 from worker.rules.systems import RULES
 from worker.service.connections import close_quietly, make_redis
@@ -85,13 +85,19 @@ async def read_history(settings: WorkerSettings, start: dict[int, int] | None = 
     """Every valid game of the input topic from `start` (default: the beginning) to its end."""
     history = History(ends=dict(start or {}), recent_seconds=settings.idempotency_retention_seconds)
     since_ms = (int(time.time()) - history.recent_seconds) * 1000
-    model = RULES[settings.system].game_model
+    rules = RULES[settings.system]
     async for batch in scan(settings, settings.topic_games, start):
         for record in batch:
             history.records += 1
             history.ends[record.partition] = max(history.ends.get(record.partition, 0), record.offset + 1)
-            try:
-                game = decode_as(model, record.value or b"", settings.max_message_bytes)
+            try:  # with each record's timestamp, as `run` read it: it keeps exactly the games `run` kept
+                game = decode_input(
+                    rules,
+                    record.value or b"",
+                    settings.max_message_bytes,
+                    record.timestamp,
+                    settings.future_allowance_seconds,
+                )
             except BadInput:
                 history.bad += 1
                 continue
@@ -198,8 +204,10 @@ async def _read_by_id(settings: WorkerSettings, by_id: ExternalSort, report: Reb
             report.records += 1
             ends[record.partition] = max(ends.get(record.partition, 0), record.offset + 1)
             value = record.value or b""
-            try:
-                game = decode_as(rules.game_model, value, settings.max_message_bytes)
+            try:  # with each record's timestamp, as `run` read it: it keeps exactly the games `run` kept
+                game = decode_input(
+                    rules, value, settings.max_message_bytes, record.timestamp, settings.future_allowance_seconds
+                )
             except BadInput:
                 report.bad += 1
                 continue

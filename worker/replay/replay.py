@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TextIO
 
 from schemas.game_finished import GameFinished
-from worker.engine.decoder import BadInput, ErrorKind, decode_as
+from worker.engine.decoder import BadInput, ErrorKind, decode_input
 from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict
 from worker.engine.schedule import SeedItem, apply_in_order
 from worker.replay.memory_store import MemoryBackend, MemoryStore
@@ -100,7 +100,7 @@ async def replay(
     The lines are the games of the engine's system (`RatingSystem.game_model`)."""
     backend: MemoryBackend[S] = MemoryBackend(engine.rules.unseen, keep_outboxes=False)
     store = MemoryStore(backend)
-    model = engine.rules.game_model
+    rules = engine.rules
     counts = ReplayCounts()
     with _collecting_after(COLLECT_AFTER):
         rows = [SeedItem(row, force=False) for row in seeds]
@@ -119,7 +119,7 @@ async def replay(
                 counts.blank += 1
                 continue
             try:
-                chunk.append((number, raw, decode_as(model, raw, max_message_bytes)))
+                chunk.append((number, raw, decode_input(rules, raw, max_message_bytes)))  # a line has no timestamp
             except BadInput as e:
                 chunk.append((number, raw, e))
             if len(chunk) >= CHUNK_LINES:

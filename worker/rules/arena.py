@@ -153,6 +153,12 @@ class ArenaRules:
     def facts(self, game: GameFinished) -> str:
         return ""  # v1's facts only: the arena's digests are those of every earlier release
 
+    def refuse(self, game: GameFinished, record_ms: int | None, allowance_seconds: int) -> None:
+        return None  # the model's checks are all
+
+    def imported_detail(self, current: object) -> None:
+        return None
+
     def numbered(self, state: RatingState, seq: int) -> RatingState:
         return RatingState(state.rating, state.rated_games, state.qualifying, seq)
 

@@ -44,6 +44,7 @@ class Skip(StrEnum):
     BOTH_UNRATED = "both_unrated"
     NOT_COUNTED = "not_counted"  # an unrated player's loss before his count starts
     FORFEIT_UNRATED_WINNER = "forfeit_unrated_winner"  # uscf-cc: a special forfeit won by an unrated player
+    NOT_CONVERGED = "not_converged"  # glicko2: the volatility's iteration failed for a player
     DUPLICATE = "duplicate"  # decided by the engine, never by a rating system
 
 
@@ -78,12 +79,14 @@ S = TypeVar("S", bound=State, default=RatingState)
 
 class Change(NamedTuple, Generic[S]):
     """What a game did to one rating. `after.seq` is the state's old seq: the engine numbers changes.
-    `k_factor` and `expected_score` are the event's detail, where the system's contract has them."""
+    `k_factor`, `expected_score` and `detail` (the system's own values, which only its contract
+    reads) are the event's detail, where the system's contract has them."""
 
     kind: Kind
     after: S
     k_factor: int | None = None
-    expected_score: Hundredths | None = None  # PD
+    expected_score: Hundredths | None = None  # PD, E
+    detail: object = None
 
 
 class Pairing(NamedTuple):
@@ -116,6 +119,7 @@ class SeedRow:
     category: str
     rating: Hundredths | None
     rated_games: int
+    extra: tuple[object, ...] = ()  # the system's own fields (glicko2: deviation, volatility, last_rated_at)
 
     @property
     def key(self) -> str:
@@ -162,6 +166,12 @@ class RatingSystem(Protocol[S]):
         """The system's facts beside v1's that make a redelivery the same game ("" for none)."""
         ...
 
+    def refuse(self, game: GameFinished, record_ms: int | None, allowance_seconds: int) -> str | None:
+        """Why a valid game of the model is bad input all the same, by what the model cannot
+        see (its record's timestamp in ms, None without one), or None: the message of its
+        `invalid_schema` dead letter."""
+        ...
+
     def numbered(self, state: S, seq: int) -> S:
         """`state` with `seq`."""
         ...
@@ -177,4 +187,8 @@ class RatingSystem(Protocol[S]):
     def row_of(self, player_id: str, category: str, state: S) -> SeedRow | None:
         """The row that imports `state` (a rebuilt one, `switch-over`), or None if the system's
         contract cannot import it."""
+        ...
+
+    def imported_detail(self, current: S) -> object:
+        """The detail of an `imported` event over `current`, for the system's contract (None)."""
         ...

@@ -8,7 +8,8 @@ event contract (`worker.engine.contracts.CONTRACTS`), its state's Redis encoding
 from typing import Any
 
 from worker.rules.arena import ArenaRules
+from worker.rules.glicko2 import GlickoRules
 from worker.rules.system import RatingSystem
 from worker.rules.uscf_cc import CcRules
 
-RULES: dict[str, RatingSystem[Any]] = {"arena": ArenaRules(), "uscf-cc": CcRules()}
+RULES: dict[str, RatingSystem[Any]] = {"arena": ArenaRules(), "uscf-cc": CcRules(), "glicko2": GlickoRules()}

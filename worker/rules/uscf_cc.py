@@ -282,6 +282,12 @@ class CcRules:
     def facts(self, game: GameFinished) -> str:
         return duplicate_facts(_correspondence(game))
 
+    def refuse(self, game: GameFinished, record_ms: int | None, allowance_seconds: int) -> None:
+        return None  # the model's checks are all
+
+    def imported_detail(self, current: object) -> None:
+        return None
+
     def numbered(self, state: CcState, seq: int) -> CcState:
         return CcState(state.rating, state.credits, seq)
 

@@ -152,7 +152,13 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
                 budget=settings.kafka_max_request_bytes,
             )
             worker = RatingConsumer(
-                consumer, pipeline, dead_letters, settings.batch_size, settings.max_message_bytes, health
+                consumer,
+                pipeline,
+                dead_letters,
+                settings.batch_size,
+                settings.max_message_bytes,
+                health,
+                settings.future_allowance_seconds,
             )
             consumer.subscribe([settings.topic_games], listener=worker.listener())
             try:

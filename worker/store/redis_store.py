@@ -53,12 +53,13 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from worker import metrics
+from worker.rules.glicko2 import GlickoState
 from worker.rules.state import RatingState
 from worker.rules.uscf_cc import CcState
 from worker.store import keys, scripts
 from worker.store.protocol import Claimed, S, Snapshot, StateCodec, Watermark, Write
 from worker.store.records import pack, record_hash
-from worker.store.state_codec import CC_STATES, RATING_STATES
+from worker.store.state_codec import CC_STATES, GLICKO2_STATES, RATING_STATES
 
 log = logging.getLogger(__name__)
 
@@ -250,8 +251,18 @@ class CcRedisStore(RedisStateStore[CcState]):
     codec = CC_STATES
 
 
+class Glicko2RedisStore(RedisStateStore[GlickoState]):
+    """Glicko-2 (`glicko2`) ratings in Redis."""
+
+    codec = GLICKO2_STATES
+
+
 # Each rating system's store, by RATING_SYSTEM (`worker.rules.systems`).
-STORES: dict[str, type[RedisStateStore[Any]]] = {"arena": RedisStore, "uscf-cc": CcRedisStore}
+STORES: dict[str, type[RedisStateStore[Any]]] = {
+    "arena": RedisStore,
+    "uscf-cc": CcRedisStore,
+    "glicko2": Glicko2RedisStore,
+}
 
 
 def _claimed(claimed: list[Any], blocked: list[bytes], ours: dict[str, list[bytes]]) -> Claimed:

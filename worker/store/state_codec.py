@@ -1,5 +1,7 @@
-"""A rating's state as stored in Redis: `seq|rating|rated_games|qualifying` (the arena), and
-`seq|rating|credits` (US Chess correspondence, `uscf-cc`).
+"""A rating's state as stored in Redis: `seq|rating|rated_games|qualifying` (the arena),
+`seq|rating|credits` (US Chess correspondence, `uscf-cc`) and
+`seq|rating|deviation|volatility|rated_games|last_rated_at` (`glicko2`: the volatility in units
+of 10^-9, `last_rated_at` the timestamp verbatim or empty).
 
 `rating` is hundredths or empty while unrated; `qualifying` is `game,opponent,rating,score`
 entries joined by ";". Ids never contain "|", "," or ";". The seq comes first so that the
@@ -8,6 +10,7 @@ check-and-set script reads the version with one pattern match.
 
 from typing import Any
 
+from worker.rules.glicko2 import GlickoState, Nanos
 from worker.rules.hundredths import Hundredths
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.uscf_cc import CcState
@@ -69,5 +72,29 @@ class CcStateCodec:
 CC_STATES = CcStateCodec()
 
 
+def encode_glicko2_state(state: GlickoState) -> bytes:
+    """`seq|rating|deviation|volatility|rated_games|last_rated_at` (timestamps hold no `|`)."""
+    last = "" if state.last_rated_at is None else state.last_rated_at
+    return f"{state.seq}|{state.rating}|{state.deviation}|{state.volatility}|{state.rated_games}|{last}".encode()
+
+
+def decode_glicko2_state(value: bytes | str) -> GlickoState:
+    text = value.decode() if isinstance(value, bytes) else value
+    seq, rating, deviation, volatility, games, last = text.split("|")
+    return GlickoState(
+        Hundredths(int(rating)), Hundredths(int(deviation)), Nanos(int(volatility)), int(games), last or None, int(seq)
+    )
+
+
+class Glicko2StateCodec:
+    """`glicko2`'s `GlickoState` as the store keeps it (`worker.store.protocol.StateCodec`)."""
+
+    unseen = GlickoState()
+    encode = staticmethod(encode_glicko2_state)
+    decode = staticmethod(decode_glicko2_state)
+
+
+GLICKO2_STATES = Glicko2StateCodec()
+
 # Each rating system's codec, by RATING_SYSTEM (`worker.rules.systems`).
-CODECS: dict[str, StateCodec[Any]] = {"arena": RATING_STATES, "uscf-cc": CC_STATES}
+CODECS: dict[str, StateCodec[Any]] = {"arena": RATING_STATES, "uscf-cc": CC_STATES, "glicko2": GLICKO2_STATES}

@@ -26,7 +26,7 @@ from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord
 from aiokafka.errors import CommitFailedError, KafkaError
 
 from worker import metrics
-from worker.engine.decoder import BadInput, ErrorKind, decode_as
+from worker.engine.decoder import BadInput, ErrorKind, decode_input
 from worker.engine.engine import GameOutcome, Verdict
 from worker.engine.schedule import Item, Replayed, game_of
 from worker.service.health import Health
@@ -62,6 +62,7 @@ class RatingConsumer:
         batch_size: int,
         max_message_bytes: int,
         health: Health | None = None,
+        future_allowance_seconds: int = 3600,
     ) -> None:
         self.health = health or Health(stall_seconds=float("inf"))
         self.consumer = consumer
@@ -69,6 +70,7 @@ class RatingConsumer:
         self.dead_letters = dead_letters
         self.batch_size = batch_size
         self.max_message_bytes = max_message_bytes
+        self.future_allowance_seconds = future_allowance_seconds  # RATING_FUTURE_ALLOWANCE_SECONDS
         self.in_flight = asyncio.Lock()
         self.totals: Counter[str] = Counter()
         self.committed: dict[TopicPartition, int] = {}  # next offset, as committed by us (or found)
@@ -187,7 +189,7 @@ class RatingConsumer:
         await self.load_watermarks(batches)
         self.check_ends()
         rules = self.pipeline.engine.rules
-        model = rules.game_model
+        allowance = self.future_allowance_seconds
         for tp, records in batches.items():
             below = self.watermarks.get(tp, 0)
             for record in records:
@@ -201,7 +203,9 @@ class RatingConsumer:
                     tuple(record.headers or ()),
                 )
                 try:
-                    game = decode_as(model, record.value if record.value is not None else b"", self.max_message_bytes)
+                    value = record.value if record.value is not None else b""
+                    # The record's timestamp as received (CreateTime, or LogAppendTime so configured).
+                    game = decode_input(rules, value, self.max_message_bytes, record.timestamp, allowance)
                 except BadInput as e:
                     letters.append(DeadLetter(source, e))
                     continue

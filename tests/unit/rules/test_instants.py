@@ -1,11 +1,11 @@
-"""Instants of RFC 3339 timestamps by integer arithmetic (`worker.engine.instants`)."""
+"""Instants of RFC 3339 timestamps by integer arithmetic (`worker.rules.instants`)."""
 
 from datetime import UTC, datetime, timedelta, timezone
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.engine.instants import days_from_civil, instant
+from worker.rules.instants import days_from_civil, instant
 
 
 @given(
