@@ -16,6 +16,7 @@ from schemas.rating_changed import RatingChanged
 from schemas.rating_changed_v2 import RatingChangedV2
 from schemas.seed_record import SeedRecord
 from schemas.seed_record_cc import CcSeedRecord
+from schemas.seed_record_glicko2 import Glicko2SeedRecord
 
 SCHEMA_DIR = Path(__file__).parent / "json"
 # Each file's model: a pydantic model, or an annotated union of them (v2's events).
@@ -27,6 +28,7 @@ MODELS: dict[str, Any] = {
     "arena.rating.changed.v2.schema.json": RatingChangedV2,
     "arena.game.finished.v1.correspondence.schema.json": CorrespondenceGameFinished,
     "seed-record.uscf-cc.schema.json": CcSeedRecord,
+    "seed-record.glicko2.schema.json": Glicko2SeedRecord,
 }
 
 
