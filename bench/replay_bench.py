@@ -1,20 +1,22 @@
 """Benchmark of the offline replay: `rating-worker rate` of each rating system, against its JSON floor.
 
-    .venv/bin/python bench/replay_bench.py [--games 1000000] [--players 20000] [--runs 3] [--systems arena,uscf-cc]
+    .venv/bin/python bench/replay_bench.py [--games 1000000] [--players 20000] [--runs 3]
+                                           [--systems arena,uscf-cc,glicko2]
 
-For each system of `--systems` (default `arena,uscf-cc`) it generates, once, as many games among as
+For each system of `--systems` (default: every one) it generates, once, as many games among as
 many players with that system's generator (`worker.embedded.simulation.SIMULATIONS`: the arena's
-games, or the correspondence games of `uscf-cc`) and its seeding file, cached in the workdir under
+games, the correspondence games of `uscf-cc`, the arena's games over months for `glicko2`) and
+its seeding file, cached in the workdir under
 names that include the system. Each run then times, one after the other and interleaved, for each
 system in turn, the JSON floor on that system's file (`bench/json_floor.py`: stdlib `json.loads`
 of each line and two event-shaped `json.dumps`, nothing else) and `rating-worker rate` with
 `RATING_SYSTEM` set to the system (every other `RATING_*` variable dropped), each a whole process,
 start to exit, pinned to the last core (`taskset`, where available).
 
-It prints every run (per system: the floor's and `rate`'s games/s and `rate / floor`; then
-`uscf-cc / arena`, `rate`'s games/s of the two), the last run's summary of each `rate`, then the
-medians: per system the floor, `rate` and `rate / floor`, whose target is at least 0.5, and
-`uscf-cc / arena` (the ratio of the two systems' median games/s), whose target is at least 0.6
+It prints every run (per system: the floor's and `rate`'s games/s and `rate / floor`; then each
+other system's `rate` over the arena's, `SYSTEM / arena`), the last run's summary of each `rate`,
+then the medians: per system the floor, `rate` and `rate / floor`, whose target is at least 0.5,
+and `SYSTEM / arena` (the ratio of the two systems' median games/s), whose target is at least 0.6
 (absolute speeds differ severalfold between machines and sessions; the ratios measured in one
 run do not). Then the peak RSS of each system's `rate` (the highest of its runs), and, for the
 arena only, the memory the store keeps per rating, per player (three categories) and per
@@ -168,7 +170,7 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=1_000_000)
     parser.add_argument("--players", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--systems", type=parse_systems, default=["arena", "uscf-cc"], help="default: arena,uscf-cc")
+    parser.add_argument("--systems", type=parse_systems, default=list(SIMULATIONS), help="default: every system")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "rating-bench")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -186,7 +188,7 @@ def main() -> None:
         with games_path.open("rb") as f:
             lines = sum(1 for _ in f)
         measured[system] = Measured(games_path, seed_path, lines)
-    both = "arena" in measured and "uscf-cc" in measured
+    others = [system for system in measured if system != "arena"] if "arena" in measured else []
     for run in range(1, args.runs + 1):
         for system, m in measured.items():
             m.floors.append(m.lines / run_floor(system, m.games_path))
@@ -197,8 +199,8 @@ def main() -> None:
                 f"run {run} ({system}): floor {m.floors[-1]:,.0f} games/s, rate {m.rates[-1]:,.0f} games/s, "
                 f"rate / floor {m.rates[-1] / m.floors[-1]:.2f}"
             )
-        if both:
-            print(f"run {run}: uscf-cc / arena {measured['uscf-cc'].rates[-1] / measured['arena'].rates[-1]:.2f}")
+        for system in others:
+            print(f"run {run}: {system} / arena {measured[system].rates[-1] / measured['arena'].rates[-1]:.2f}")
     for system, m in measured.items():
         print(f"last run's rate ({system}):")
         print(m.summary.rstrip())
@@ -210,8 +212,8 @@ def main() -> None:
             f"{system}: {m.lines:,} lines, median of {args.runs}: floor {floor:,.0f} games/s, rate {rate:,.0f} games/s"
         )
         print(f"{system}: rate / floor: {rate / floor:.2f} (target >= 0.5)")
-    if both:
-        print(f"uscf-cc / arena: {medians['uscf-cc'] / medians['arena']:.2f} (median games/s; target >= 0.6)")
+    for system in others:
+        print(f"{system} / arena: {medians[system] / medians['arena']:.2f} (median games/s; target >= 0.6)")
     for system, m in measured.items():
         print(f"peak RSS of a child (rate's, {system}): {m.peak_mib:.0f} MiB")
     if "arena" in measured:

@@ -10,6 +10,7 @@ systems of v2 (`fide`, `tornelo`) add their own `state` and `detail` encodings h
 """
 
 from decimal import Decimal
+from functools import lru_cache
 from json.encoder import encode_basestring  # C-accelerated; keeps non-ASCII as UTF-8
 from typing import Any, cast
 
@@ -49,6 +50,7 @@ def _head(event: RatingEvent[Any], system: str) -> str:
     )
 
 
+@lru_cache(maxsize=1 << 16)
 def _fixed9(value: Nanos | None) -> str:
     """A volatility, in units of 10^-9, with exactly nine decimals: 89998199 -> "0.089998199"."""
     return "null" if value is None else f"{value // 10**9}.{value % 10**9:09d}"
@@ -58,15 +60,21 @@ def encode_glicko2(event: RatingEvent[GlickoState]) -> bytes:
     """A `glicko2` event's value bytes: `state` with the deviation, volatility and `last_rated_at`;
     `detail` with the expected score and the RD and sigma before (the game's, after their growth;
     an import's, the previous stored ones) and after (the stored ones)."""
+    # The hot path of every game: the values written twice are formatted once.
     state = event.state
     rd_before, sigma_before = cast(tuple[Hundredths | None, Nanos | None], event.detail)
+    rating, deviation, volatility = (
+        format_fixed2(state.rating),
+        format_fixed2(state.deviation),
+        _fixed9(state.volatility),
+    )
     return (
-        f'{_head(event, "glicko2")},"state":{{"rating":{format_fixed2(state.rating)},'
-        f'"rated_games":{state.rated_games},"seq":{state.seq},"deviation":{format_fixed2(state.deviation)},'
-        f'"volatility":{_fixed9(state.volatility)},"last_rated_at":{_id(state.last_rated_at)}}},'
-        f'"finished_at":{_id(event.finished_at)},"detail":{{"expected_score":{_fixed2(event.expected_score)},'
-        f'"deviation_before":{_fixed2(rd_before)},"deviation_after":{format_fixed2(state.deviation)},'
-        f'"volatility_before":{_fixed9(sigma_before)},"volatility_after":{_fixed9(state.volatility)}}}}}'
+        f'{_head(event, "glicko2")},"state":{{"rating":{rating},"rated_games":{state.rated_games},'
+        f'"seq":{state.seq},"deviation":{deviation},"volatility":{volatility},'
+        f'"last_rated_at":{_id(state.last_rated_at)}}},"finished_at":{_id(event.finished_at)},'
+        f'"detail":{{"expected_score":{_fixed2(event.expected_score)},"deviation_before":{_fixed2(rd_before)},'
+        f'"deviation_after":{deviation},"volatility_before":{_fixed9(sigma_before)},'
+        f'"volatility_after":{volatility}}}}}'
     ).encode()
 
 

@@ -25,7 +25,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
-from fractions import Fraction
 from functools import lru_cache
 from typing import NamedTuple, NewType, cast
 
@@ -109,41 +108,47 @@ def pre_game(rating: float, deviation: float, volatility: float, days: float) ->
 
 def rating_period(player: Player, results: Sequence[Result], tau: float = TAU, periods_added: int = 0) -> Computed:
     """Steps 2-5 over a period's results (the service: one game, no period added)."""
-    mu = (player.rating - 1500) / SCALE
+    rating = player.rating
+    mu = (rating - 1500) / SCALE
     phi0 = player.deviation / SCALE
     information = 0.0  # sum of g^2 E (1 - E): 1 / v
     improvement = 0.0  # sum of g (s - E): q, for one game
     expected = []
-    for result in results:
-        phi_j = result.opponent.deviation / SCALE
-        mu_a = (player.rating + result.shift - 1500) / SCALE
-        mu_ja = (result.opponent.rating - result.shift - 1500) / SCALE
-        g = 1 / math.sqrt(1 + 3 * (phi_j * phi_j) / (math.pi * math.pi))
-        e = 1 / (1 + math.exp(-g * (mu_a - mu_ja)))
+    for opponent, score, shift in results:
+        phi_j = opponent.deviation / SCALE
+        mu_a = (rating + shift - 1500) / SCALE
+        mu_ja = (opponent.rating - shift - 1500) / SCALE
+        g = 1 / _sqrt(1 + 3 * (phi_j * phi_j) / _PI2)
+        e = 1 / (1 + _exp(-g * (mu_a - mu_ja)))
         information += g * g * e * (1 - e)
-        improvement += g * (result.score - e)
+        improvement += g * (score - e)
         expected.append(e)
     v = 1 / information
     delta = v * improvement
     sigma1 = new_volatility(phi0, v, delta, player.volatility, tau)
-    phi_star = phi0 if periods_added == 0 else math.sqrt(phi0 * phi0 + periods_added * (sigma1 * sigma1))
-    phi1 = 1 / math.sqrt(1 / (phi_star * phi_star) + 1 / v)
+    phi_star = phi0 if periods_added == 0 else _sqrt(phi0 * phi0 + periods_added * (sigma1 * sigma1))
+    phi1 = 1 / _sqrt(1 / (phi_star * phi_star) + 1 / v)
     mu1 = mu + phi1 * phi1 * improvement
     return Computed(SCALE * mu1 + 1500, SCALE * phi1, sigma1, tuple(expected))
 
 
 def new_volatility(phi: float, v: float, delta: float, sigma: float, tau: float) -> float:
-    """Step 4: Glickman's step 5, the Illinois iteration, failing after MAX_ITERATIONS (G3, G8)."""
-    alpha = math.log(sigma * sigma)
+    """Step 4: Glickman's step 5, the Illinois iteration, failing after MAX_ITERATIONS (G3, G8).
+    f(x) = e^x (delta^2 - phi^2 - v - e^x) / (2 (phi^2 + v + e^x)^2) - (x - alpha) / tau^2, with
+    its constant parts computed once (in the same order of operations: the same doubles)."""
+    exp = _exp
+    alpha = _log(sigma * sigma)
     tau2 = tau * tau
+    spread = delta * delta - phi * phi - v  # delta^2 - phi^2 - v
+    base = phi * phi + v  # phi^2 + v
 
     def f(x: float) -> float:
-        ex = math.exp(x)
-        return ex * (delta * delta - phi * phi - v - ex) / (2 * (phi * phi + v + ex) ** 2) - (x - alpha) / tau2
+        ex = exp(x)
+        return ex * (spread - ex) / (2 * (base + ex) ** 2) - (x - alpha) / tau2
 
     a = alpha
-    if delta * delta > phi * phi + v:
-        b = math.log(delta * delta - phi * phi - v)
+    if delta * delta > base:
+        b = _log(spread)
     else:
         k = 1
         b = alpha - k * tau
@@ -163,7 +168,11 @@ def new_volatility(phi: float, v: float, delta: float, sigma: float, tau: float)
         b, fb = c, fc
     if iterations == MAX_ITERATIONS:
         raise NotConverged(f"the volatility did not converge in {MAX_ITERATIONS} iterations")
-    return math.exp(a / 2)
+    return exp(a / 2)
+
+
+_exp, _log, _sqrt = math.exp, math.log, math.sqrt
+_PI2 = math.pi * math.pi
 
 
 def limited(rating: float, deviation: float, volatility: float, stored: float) -> tuple[float, float, float]:
@@ -177,13 +186,17 @@ def rounded(value: float, decimals: int) -> int:
     """The double `value` in integer units of 10^-decimals (2: hundredths), rounded half away
     from zero, exactly: a value within a millionth of a unit of a half (where the product's own
     rounding could decide) is rounded from the double's exact decimal expansion."""
-    scaled = abs(value) * 10**decimals
-    whole = math.floor(scaled)
-    if abs(scaled - whole - 0.5) < 1e-6:
+    scaled = abs(value) * _UNITS[decimals]
+    whole = int(scaled)
+    rest = scaled - whole
+    if -1e-6 < rest - 0.5 < 1e-6:
         magnitude = int(Decimal(abs(value)).scaleb(decimals).quantize(Decimal(1), rounding=ROUND_HALF_UP))
     else:
-        magnitude = whole + (scaled - whole > 0.5)
+        magnitude = whole + (rest > 0.5)
     return magnitude if value >= 0 else -magnitude
+
+
+_UNITS = {2: 100, 9: 10**9}
 
 
 @lru_cache(maxsize=1 << 16)
@@ -199,20 +212,15 @@ def elapsed_days(since: str | None, until: str) -> float:
     (s0, f0), (s1, f1) = _instant(since), _instant(until)
     if (s1, f1) <= (s0, f0):
         return 0.0
-    if not f0 and not f1:
-        return (s1 - s0) / DAY  # int / int: the nearest double
-    seconds = Fraction(s1 - s0) + _fraction(f1) - _fraction(f0)
-    return float(seconds / DAY)
+    digits = max(len(f0), len(f1))  # both fractions in units of 10^-digits: integers, exactly
+    scale: int = 10**digits
+    units = (s1 - s0) * scale + _units(f1, digits) - _units(f0, digits)
+    return units / (DAY * scale)  # int / int: the nearest double
 
 
-def _fraction(digits: str) -> Fraction:
-    return Fraction(int(digits), 10 ** len(digits)) if digits else Fraction(0)
-
-
-def exact_instant(timestamp: str) -> Fraction:
-    """The instant of a timestamp in seconds since 1970, every fractional digit kept."""
-    seconds, digits = _instant(timestamp)
-    return seconds + _fraction(digits)
+def _units(fraction: str, digits: int) -> int:
+    """A fraction's digits as an integer count of 10^-digits (digits >= its length)."""
+    return int(fraction.ljust(digits, "0")) if digits else 0
 
 
 def rate(
@@ -257,10 +265,15 @@ def _change(before: GlickoState, used: Player, new: Computed, finished_at: str) 
 def refusal(finished_at: str, record_ms: int | None, allowance_seconds: int) -> str | None:
     """Why a game is bad input by its `finished_at`, or None: an instant outside the years
     0000-9999 in UTC; later than the record's timestamp plus the allowance (none without one)."""
-    at = exact_instant(finished_at)
-    if not FIRST_INSTANT <= at < END_INSTANT:
+    seconds, fraction = _instant(finished_at)
+    if not FIRST_INSTANT <= seconds < END_INSTANT:  # the fraction, in [0, 1), changes neither side
         return f"finished_at: {finished_at} is an instant outside the years 0000-9999 in UTC"
-    if record_ms is not None and record_ms >= 0 and at > Fraction(record_ms, 1000) + allowance_seconds:
+    if record_ms is None or record_ms < 0:
+        return None
+    # finished_at > (record_ms / 1000 + allowance), in integers: both sides x 1000 x 10^digits.
+    digits = len(fraction)
+    limit_ms = record_ms + allowance_seconds * 1000
+    if (seconds * 10**digits + _units(fraction, digits)) * 1000 > limit_ms * 10**digits:
         return (
             f"finished_at: {finished_at} is more than RATING_FUTURE_ALLOWANCE_SECONDS={allowance_seconds} after "
             f"the record's timestamp ({record_ms} ms)"
