@@ -3,30 +3,33 @@
 `audit` checks the output topic's records against the contract and the rules; `check_everything`
 checks a whole run of the workers: the output, the idempotency records and the states in Redis.
 Both for the arena (contract v1, the default) or another rating system (`system`: its contract's
-model, its rules, its state in Redis under its default prefix).
+model, its rules, its state in Redis under its default prefix). `glicko2`'s events do not say
+who was white, and colour matters in its expected score: its audit takes the input games (by
+game id, `games_of`) to recompute every game from the states before it.
 """
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 import redis
 
+from schemas.game_finished import GameFinished
 from schemas.rating_changed import RatingChanged, RatingStateSnapshot
-from schemas.rating_changed_v2 import CcRatingChanged
+from schemas.rating_changed_v2 import CcRatingChanged, Glicko2RatingChanged
 from tests.support import records
 from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
 from worker.engine.contracts import contract_of
-from worker.rules import uscf_cc
+from worker.rules import glicko2, uscf_cc
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
-from worker.rules.system import Pairing, Rated
+from worker.rules.system import Change, Pairing, Rated
 from worker.rules.systems import RULES
 from worker.settings import SYSTEM_NAMES
 from worker.store import keys
@@ -34,8 +37,15 @@ from worker.store.state_codec import CODECS
 
 PREFIX = "rating:"  # the worker's default RATING_REDIS_KEY_PREFIX
 # Each system's events as its contract's model reads them (the fields the audit reads are common).
-MODELS: dict[str, type[RatingChanged] | type[CcRatingChanged]] = {"arena": RatingChanged, "uscf-cc": CcRatingChanged}
-Event = RatingChanged | CcRatingChanged
+MODELS: dict[str, type[RatingChanged] | type[CcRatingChanged] | type[Glicko2RatingChanged]] = {
+    "arena": RatingChanged,
+    "uscf-cc": CcRatingChanged,
+    "glicko2": Glicko2RatingChanged,
+}
+Event = RatingChanged | CcRatingChanged | Glicko2RatingChanged
+# glicko2: a player new to a category plays his first game from 1500.00 (his first event's
+# rating_before); only an import over no state has none.
+GLICKO2_NEW_RATING = Decimal("1500.00")
 
 
 def hundredths(value: Decimal) -> Hundredths:
@@ -69,8 +79,11 @@ class Audit:
         return {key: read(self.payloads[events[-1].event_id]).state for key, events in self.by_key.items()}
 
 
-def audit(records: list[Record], system: str = "arena") -> Audit:
-    """Check the contract's publication guarantees and the rules on every event; return the tally."""
+def audit(records: list[Record], system: str = "arena", games: Mapping[str, GameFinished] | None = None) -> Audit:
+    """Check the contract's publication guarantees and the rules on every event; return the tally.
+    `games`: the input games by id, which glicko2's check needs (and the others ignore)."""
+    if system == "glicko2" and games is None:
+        raise ValueError("glicko2's audit needs the input games (games_of(lines)): an event does not say who was white")
     result = Audit(system)
     payloads = result.payloads
     model = MODELS[system]
@@ -103,13 +116,118 @@ def audit(records: list[Record], system: str = "arena") -> Audit:
         assert [e.seq for e in events] == list(range(1, len(events) + 1)), f"{key}: seq not gapless"
         for before, after in zip([None, *events], events, strict=False):
             previous = None if before is None else before.state.rating
+            if before is None and system == "glicko2" and after.kind != "imported":
+                previous = GLICKO2_NEW_RATING
             assert after.rating_before == previous, f"{key} seq {after.seq}: rating_before is not the last rating"
     result.by_key = dict(per_key)
     if system == "arena":
         check_rules(result)
+    elif system == "glicko2":
+        assert games is not None
+        check_glicko2_rules(result, games)
     else:
         check_cc_rules(result)
     return result
+
+
+def games_of(lines: Iterable[bytes], system: str = "glicko2") -> dict[str, GameFinished]:
+    """The valid games among input lines, by game id (a game id's first valid line: a later line
+    with other facts is a conflicting duplicate, dead-lettered)."""
+    model = RULES[system].game_model
+    games: dict[str, GameFinished] = {}
+    for line in lines:
+        try:
+            game = model.model_validate_json(line)
+        except ValueError:
+            continue
+        games.setdefault(game.game_id, game)
+    return games
+
+
+def check_glicko2_rules(result: Audit, games: Mapping[str, GameFinished]) -> None:
+    """glicko2: every counted game of `games` publishes both players' rated_game, and no other
+    game publishes anything; each game's two events are exactly what `glicko2.rate` gives from
+    the states before it (each rating's previous event's state, or a new rating's): kind, state
+    (seq aside) and detail (E, the RD and sigma the game used). An import's detail holds the
+    stored RD and sigma before it (none over no state)."""
+    read = contract_of(RULES[result.system]).read
+    rules = RULES[result.system]
+    before: dict[str, glicko2.GlickoState] = {}
+    for key, events in result.by_key.items():
+        previous = glicko2.GlickoState()
+        for e in events:
+            before[e.event_id] = previous
+            if e.kind == "imported":
+                assert isinstance(e, Glicko2RatingChanged)
+                d = e.detail
+                had = (None, None) if previous.seq == 0 else (previous.deviation, previous.volatility)
+                told = (_hundredths_or_none(d.deviation_before), _nanos_or_none(d.volatility_before))
+                assert told == had, f"{key} seq {e.seq}: imported's deviation/volatility before {told}, stored {had}"
+            previous = read(result.payloads[e.event_id]).state
+    by_game: dict[str, list[Glicko2RatingChanged]] = defaultdict(list)
+    for e in result.events.values():
+        if e.game_id is not None:
+            assert isinstance(e, Glicko2RatingChanged)
+            by_game[e.game_id].append(e)
+    unknown = sorted(set(by_game) - set(games))
+    assert not unknown, f"events of games not in the input: {unknown[:10]}"
+    counted = {g for g, game in games.items() if isinstance(rules.category(game), Category)}
+    silent = sorted(counted - set(by_game))
+    assert not silent, f"{len(silent)} counted games published nothing (not_converged?), e.g. {silent[:10]}"
+    uncounted = sorted(set(by_game) - counted)
+    assert not uncounted, f"{len(uncounted)} games the rules do not count have events, e.g. {uncounted[:10]}"
+    for game_id, events in by_game.items():
+        game = games[game_id]
+        mine = {e.player_id: e for e in events}
+        assert len(events) == 2 and set(mine) == {game.white_id, game.black_id}, (
+            f"{game_id}: events for {[e.player_id for e in events]}, not both players' "
+            f"({game.white_id} white, {game.black_id} black)"
+        )
+        white, black = mine[game.white_id], mine[game.black_id]
+        category = rules.category(game)
+        white_score, black_score = glicko2.SCORES[game.result]
+        for e, opponent, score in ((white, game.black_id, white_score), (black, game.white_id, black_score)):
+            facts = (e.category, e.opponent_id, e.score, e.finished_at, e.source_event_id)
+            want = (category, opponent, Decimal(str(score)), game.finished_at, game.event_id)
+            assert facts == want, f"{e.event_id}: category, opponent, score, finished_at, source {facts} != {want}"
+        try:
+            changes = glicko2.rate(before[white.event_id], before[black.event_id], game.finished_at, game.result)
+        except glicko2.NotConverged:
+            raise AssertionError(f"{game_id}: the rules change nothing (not_converged) but it has events") from None
+        got = [_glicko2_change(read(result.payloads[e.event_id]).state, e) for e in (white, black)]
+        expected = [_glicko2_expected(c) for c in changes]
+        assert got == expected, (
+            f"{game_id}: the published changes (white, black) {got} are not what the rules give from the states "
+            f"before: {expected}"
+        )
+
+
+GlickoChange = tuple[str, glicko2.GlickoState, Hundredths | None, Hundredths | None, int | None]
+
+
+def _glicko2_change(state: glicko2.GlickoState, e: Glicko2RatingChanged) -> GlickoChange:
+    d = e.detail
+    return (
+        e.kind,
+        state._replace(seq=0),
+        _hundredths_or_none(d.expected_score),
+        _hundredths_or_none(d.deviation_before),
+        _nanos_or_none(d.volatility_before),
+    )
+
+
+def _glicko2_expected(change: Change[glicko2.GlickoState]) -> GlickoChange:
+    # glicko2's detail: the RD and sigma the game used (RD0, sigma0).
+    deviation_before, volatility_before = cast(tuple[Hundredths, glicko2.Nanos], change.detail)
+    return (change.kind, change.after._replace(seq=0), change.expected_score, deviation_before, volatility_before)
+
+
+def _hundredths_or_none(value: Decimal | None) -> Hundredths | None:
+    return None if value is None else hundredths(value)
+
+
+def _nanos_or_none(value: Decimal | None) -> int | None:
+    return None if value is None else int(value * 10**9)
 
 
 def check_cc_rules(result: Audit) -> None:
@@ -252,10 +370,12 @@ def read_store(url: str, game_ids: Collection[str], system: str = "arena") -> St
 
 
 async def check_everything(stack: Stack, lines: list[bytes], system: str = "arena") -> Audit:
-    """The output audits clean, every game is recorded once, Redis ends where the output does."""
+    """The output audits clean, every game is recorded once, Redis ends where the output does.
+    (glicko2's audit reads the games from `lines`.)"""
     records = await read_topic(stack.broker.bootstrap, stack.ratings_topic, 1, timeout=60)
+    games = games_of(lines, system) if system == "glicko2" else None
     try:
-        tally = audit(records, system)
+        tally = audit(records, system, games)
     except AssertionError as e:
         e.add_note(seq_regressions(records))
         raise
