@@ -18,3 +18,21 @@ CONTRACT_USCF_CC = [
     b'"state":{"rating":1381.82,"rated_games":11,"seq":2},"finished_at":"2026-11-29T12:00:00Z",'
     b'"detail":{"k_factor":null}}',
 ]
+
+# glicko2: carol seeded in blitz (2100.00, 120 games, RD 60.00, sigma 0.06); then g1 (3+0, ev-1,
+# 2026-11-29T12:00:00Z) between two new players, alice (white) wins: carol's import, alice's event.
+CONTRACT_GLICKO2 = [
+    b'{"event_id":"import/carol/blitz/1","system":"glicko2","game_id":null,"source_event_id":null,'
+    b'"player_id":"carol","opponent_id":null,"category":"blitz","kind":"imported","score":null,'
+    b'"rating_before":null,"rating_after":2100.00,"display_before":1500,"display_after":2100,"delta":null,'
+    b'"seq":1,"state":{"rating":2100.00,"rated_games":120,"seq":1,"deviation":60.00,"volatility":0.060000000,'
+    b'"last_rated_at":null},"finished_at":null,"detail":{"expected_score":null,"deviation_before":null,'
+    b'"deviation_after":60.00,"volatility_before":null,"volatility_after":0.060000000}}',
+    b'{"event_id":"g1/alice","system":"glicko2","game_id":"g1","source_event_id":"ev-1","player_id":"alice",'
+    b'"opponent_id":"bob","category":"blitz","kind":"rated_game","score":1,"rating_before":1500.00,'
+    b'"rating_after":1737.14,"display_before":1500,"display_after":1737,"delta":237.14,"seq":1,'
+    b'"state":{"rating":1737.14,"rated_games":1,"seq":1,"deviation":396.71,"volatility":0.089998199,'
+    b'"last_rated_at":"2026-11-29T12:00:00Z"},"finished_at":"2026-11-29T12:00:00Z",'
+    b'"detail":{"expected_score":0.51,"deviation_before":500.00,"deviation_after":396.71,'
+    b'"volatility_before":0.090000000,"volatility_after":0.089998199}}',
+]
