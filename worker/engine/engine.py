@@ -151,24 +151,28 @@ class Engine(Generic[S]):
         score: Hundredths,
     ) -> Update[S]:
         after = self.rules.numbered(change.after, before.seq + 1)
+        # Positional, in RatingEvent's order (a keyword call costs more, on every update of every game):
+        # event_id, game_id, source_event_id, player_id, opponent_id, category, kind, score,
+        # rating_before (None for a rating that had none: the contract's null), rating_after,
+        # display_before, display_after, k_factor, expected_score, state, finished_at, detail.
         event = RatingEvent(
-            event_id=f"{game.game_id}/{player_id}",
-            game_id=game.game_id,
-            source_event_id=game.event_id,
-            player_id=player_id,
-            opponent_id=opponent_id,
-            category=category,
-            kind=change.kind,
-            score=score,
-            rating_before=before.rating,  # None for a rating that had none (contract: null)
-            rating_after=after.rating,
-            display_before=self.display(before),
-            display_after=self.display(after),
-            k_factor=change.k_factor,
-            expected_score=change.expected_score,
-            state=after,
-            finished_at=game.finished_at,
-            detail=change.detail,
+            f"{game.game_id}/{player_id}",
+            game.game_id,
+            game.event_id,
+            player_id,
+            opponent_id,
+            category,
+            change.kind,
+            score,
+            before.rating,
+            after.rating,
+            self.display(before),
+            self.display(after),
+            change.k_factor,
+            change.expected_score,
+            after,
+            game.finished_at,
+            change.detail,
         )
         return Update(event.key, after, event, self.encode(event) if self.encode_events else b"")
 

@@ -10,7 +10,6 @@ systems of v2 (`fide`, `tornelo`) add their own `state` and `detail` encodings h
 """
 
 from decimal import Decimal
-from functools import lru_cache
 from json.encoder import encode_basestring  # C-accelerated; keeps non-ASCII as UTF-8
 from typing import Any, cast
 
@@ -50,10 +49,14 @@ def _head(event: RatingEvent[Any], system: str) -> str:
     )
 
 
-@lru_cache(maxsize=1 << 16)
 def _fixed9(value: Nanos | None) -> str:
     """A volatility, in units of 10^-9, with exactly nine decimals: 89998199 -> "0.089998199"."""
     return "null" if value is None else f"{value // 10**9}.{value % 10**9:09d}"
+
+
+# The detail of a glicko2 change: the RD and sigma before (the type built once: a `|` of types
+# evaluated per call cost more than the rest of the encoding).
+_Before = tuple[Hundredths | None, Nanos | None]
 
 
 def encode_glicko2(event: RatingEvent[GlickoState]) -> bytes:
@@ -62,7 +65,7 @@ def encode_glicko2(event: RatingEvent[GlickoState]) -> bytes:
     an import's, the previous stored ones) and after (the stored ones)."""
     # The hot path of every game: the values written twice are formatted once.
     state = event.state
-    rd_before, sigma_before = cast(tuple[Hundredths | None, Nanos | None], event.detail)
+    rd_before, sigma_before = cast(_Before, event.detail)
     rating, deviation, volatility = (
         format_fixed2(state.rating),
         format_fixed2(state.deviation),
