@@ -97,9 +97,14 @@ class CcRatingChanged(BaseModel):
 Volatility = Annotated[
     Decimal,
     Field(decimal_places=9, gt=0, le=Decimal("0.1")),
-    WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 0.1, "multipleOf": 1e-9}),
+    # No multipleOf: a float 1e-9 refuses valid nine-decimal numbers in JSON Schema validators.
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0, "maximum": 0.1, "description": "at most nine decimals"}),
 ]
-Deviation = Annotated[Decimal, Field(decimal_places=2, ge=45, le=500), WithJsonSchema({"type": "number"})]
+Deviation = Annotated[
+    Decimal,
+    Field(decimal_places=2, ge=45, le=500),
+    WithJsonSchema({"type": "number", "minimum": 45, "maximum": 500, "description": "two decimals"}),
+]
 
 
 class Glicko2StateSnapshot(BaseModel):

@@ -155,19 +155,6 @@ class RulesSettings(BaseSettings):
         ),
     ] = "arena"
 
-    # A game's finished_at may be this much later than its record's timestamp, no more.
-    future_allowance_seconds: Annotated[
-        int,
-        Field(
-            ge=0,
-            description="How much later than its record's timestamp (as the consumer receives it: CreateTime, or "
-            "LogAppendTime on a topic so configured) a game's `finished_at` may be (glicko2: a game finishing in "
-            "the future would stop its players' deviations from growing); later, it is dead-lettered as "
-            "`invalid_schema`. An hour covers clock skew between producers and the broker. `rate`'s lines carry no "
-            "timestamp and are not checked; `rebuild` checks each record with the timestamp it reads for it.",
-        ),
-    ] = 3600
-
     # The fixed rating shown to unrated players; it never enters a calculation.
     training_rating: Annotated[
         int,
@@ -198,6 +185,19 @@ class WorkerSettings(RulesSettings):
     may also come from a file named after its variable (`rating_redis_password`, ...) in the
     directory RATING_SECRETS_DIR: Kubernetes Secrets mounted as files.
     """
+
+    # A game's finished_at may be this much later than its record's timestamp, no more.
+    future_allowance_seconds: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="How much later than its record's timestamp (as the consumer receives it: CreateTime, or "
+            "LogAppendTime on a topic so configured) a game's `finished_at` may be (glicko2: a game finishing in "
+            "the future would stop its players' deviations from growing); later, it is dead-lettered as "
+            "`invalid_schema`. An hour covers clock skew between producers and the broker. `rate`'s lines carry no "
+            "timestamp and are not checked; `rebuild` checks each record with the timestamp it reads for it.",
+        ),
+    ] = 3600
 
     kafka_bootstrap_servers: Annotated[
         str, Field(description="Kafka brokers, `host:port,...` (port 9092 where it is left out).")

@@ -52,7 +52,8 @@ def decode_input(
     rules: RatingSystem[Any], value: bytes, max_bytes: int, record_ms: int | None = None, allowance_seconds: int = 0
 ) -> GameFinished:
     """A game of `rules`' system: its model's, and then its own checks of what the model cannot
-    see (the record's timestamp, `record_ms`: None for a line of `rate`'s file), or BadInput."""
+    see (the record's timestamp, `record_ms`, with RATING_FUTURE_ALLOWANCE_SECONDS: the consumer
+    and `rebuild` give both; a line of `rate`'s file has neither), or BadInput."""
     game = decode_as(rules.game_model, value, max_bytes)
     why = rules.refuse(game, record_ms, allowance_seconds)
     if why is not None:

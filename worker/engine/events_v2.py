@@ -99,18 +99,9 @@ def read_glicko2(payload: bytes) -> Published[GlickoState]:
 
 def encode_cc(event: RatingEvent[CcState]) -> bytes:
     """The event's value bytes, keys in the order of the contract's table."""
-    before, after = event.rating_before, event.rating_after
-    delta = None if before is None or after is None else Hundredths(after - before)
-    source = "null" if event.source_event_id is None else str(encode_basestring(event.source_event_id))
     state = event.state
     return (
-        f'{{"event_id":"{event.event_id}","system":"{SYSTEM}","game_id":{_id(event.game_id)},'
-        f'"source_event_id":{source},"player_id":"{event.player_id}","opponent_id":{_id(event.opponent_id)},'
-        f'"category":"{event.category}","kind":"{event.kind}",'
-        f'"score":{"null" if event.score is None else _SCORES[event.score]},'
-        f'"rating_before":{_fixed2(before)},"rating_after":{_fixed2(after)},'
-        f'"display_before":{event.display_before},"display_after":{event.display_after},"delta":{_fixed2(delta)},'
-        f'"seq":{state.seq},"state":{{"rating":{_fixed2(state.rating)},"rated_games":{state.credits},'
+        f'{_head(event, SYSTEM)},"state":{{"rating":{_fixed2(state.rating)},"rated_games":{state.credits},'
         f'"seq":{state.seq}}},"finished_at":{_id(event.finished_at)},'
         f'"detail":{{"k_factor":{"null" if event.k_factor is None else event.k_factor}}}}}'
     ).encode()

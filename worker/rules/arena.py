@@ -83,6 +83,20 @@ def qualifying_game(
 _WHITE_SCORE = {"1-0": Hundredths(100), "1/2-1/2": Hundredths(50), "0-1": Hundredths(0)}
 
 
+def arena_category(game: GameFinished) -> Category | Skip:
+    """The arena's counted games: `rated: false`, then forfeits and aborted games, then a time
+    control it does not rate, change nothing; any other game counts in its control's category."""
+    if not game.rated:
+        return Skip.RATED_FALSE
+    if game.termination == "forfeit":
+        return Skip.FORFEIT
+    if game.termination == "aborted":
+        return Skip.ABORTED
+    tc = game.time_control
+    category = category_of(tc.base_seconds, tc.increment_seconds)
+    return Skip.UNRATED_TIME_CONTROL if category is None else category
+
+
 @dataclass(frozen=True, slots=True)
 class ArenaRules:
     """The arena's rating system (see `worker.rules.system.RatingSystem`)."""
@@ -114,15 +128,7 @@ class ArenaRules:
     fact_names = "white, black, result, termination, rated or time control"
 
     def category(self, game: GameFinished) -> Category | Skip:
-        if not game.rated:
-            return Skip.RATED_FALSE
-        if game.termination == "forfeit":
-            return Skip.FORFEIT
-        if game.termination == "aborted":
-            return Skip.ABORTED
-        tc = game.time_control
-        category = category_of(tc.base_seconds, tc.increment_seconds)
-        return Skip.UNRATED_TIME_CONTROL if category is None else category
+        return arena_category(game)
 
     def rate_game(
         self, game: GameFinished, category: str, white: RatingState, black: RatingState

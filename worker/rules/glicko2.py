@@ -31,7 +31,8 @@ from typing import NamedTuple, NewType, cast
 from schemas.game_finished import GameFinished
 from schemas.system_game import SystemGameFinished
 from schemas.types import ID_PATTERN
-from worker.rules.categories import Category, category_of
+from worker.rules.arena import arena_category
+from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, parse_fixed2
 from worker.rules.instants import DAY, days_from_civil, instant
 from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
@@ -144,7 +145,8 @@ def new_volatility(phi: float, v: float, delta: float, sigma: float, tau: float)
 
     def f(x: float) -> float:
         ex = exp(x)
-        return ex * (spread - ex) / (2 * (base + ex) ** 2) - (x - alpha) / tau2
+        d = base + ex
+        return ex * (spread - ex) / (2 * (d * d)) - (x - alpha) / tau2
 
     a = alpha
     if delta * delta > base:
@@ -361,16 +363,8 @@ class GlickoRules:
     fact_names = "white, black, result, termination, rated or time control"
 
     def category(self, game: GameFinished) -> Category | Skip:
-        """Section 3: `rated: false`, then forfeit and aborted, then a control the arena does not rate."""
-        if not game.rated:
-            return Skip.RATED_FALSE
-        if game.termination == "forfeit":
-            return Skip.FORFEIT
-        if game.termination == "aborted":
-            return Skip.ABORTED
-        tc = game.time_control
-        category = category_of(tc.base_seconds, tc.increment_seconds)
-        return Skip.UNRATED_TIME_CONTROL if category is None else category
+        """Section 3 (G11): the arena's counted games and categories."""
+        return arena_category(game)
 
     def rate_game(
         self, game: GameFinished, category: str, white: GlickoState, black: GlickoState

@@ -158,7 +158,7 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
                 settings.batch_size,
                 settings.max_message_bytes,
                 health,
-                settings.future_allowance_seconds,
+                future_allowance_seconds=settings.future_allowance_seconds,
             )
             consumer.subscribe([settings.topic_games], listener=worker.listener())
             try:

@@ -62,7 +62,8 @@ class RatingConsumer:
         batch_size: int,
         max_message_bytes: int,
         health: Health | None = None,
-        future_allowance_seconds: int = 3600,
+        *,
+        future_allowance_seconds: int,  # RATING_FUTURE_ALLOWANCE_SECONDS
     ) -> None:
         self.health = health or Health(stall_seconds=float("inf"))
         self.consumer = consumer
