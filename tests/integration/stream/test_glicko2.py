@@ -18,12 +18,9 @@ on the arena's games spread over months (`Glicko2Simulation`: dated in 2024, pro
 """
 
 import json
-import os
 import subprocess
 import sys
-from collections import defaultdict
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaProducer
@@ -33,7 +30,7 @@ from tests.support.contract import VALID_GAME
 from tests.support.games import keyed
 from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
-from worker.embedded.simulation import Glicko2Simulation
+from tests.support.systems import per_key, rate, seeded
 from worker.store import keys
 
 pytestmark = pytest.mark.integration
@@ -41,41 +38,6 @@ pytestmark = pytest.mark.integration
 G2 = {"system": "glicko2"}  # the system's own names but the stack's topics and group
 PREFIX = "rating-glicko2:"  # glicko2's default RATING_REDIS_KEY_PREFIX
 FUTURE = "RATING_FUTURE_ALLOWANCE_SECONDS"  # named by the message of a game finishing too late
-
-
-def seeded(stack: Stack, players: int, seed: int) -> tuple[Glicko2Simulation, Path]:
-    sim = Glicko2Simulation(players, seed=seed)
-    path = stack.tmp / "seed.csv"
-    path.write_text(sim.seed_csv())
-    imported = stack.import_seed(path, system="glicko2")
-    assert imported.returncode == 0, imported.stderr.decode(errors="replace")
-    return sim, path
-
-
-def rate(stack: Stack, seed: Path, lines: list[bytes]) -> tuple[list[bytes], list[dict[str, object]]]:
-    """`rating-worker rate` of glicko2 on the same seed file and lines: its events and dead letters."""
-    games, out, dlq = stack.tmp / "games.jsonl", stack.tmp / "out.jsonl", stack.tmp / "dlq.jsonl"
-    games.write_bytes(b"".join(line + b"\n" for line in lines))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")} | {"RATING_SYSTEM": "glicko2"}
-    done = subprocess.run(
-        [sys.executable, "-m", "worker", "rate", str(games), "--seed", str(seed), "--out", str(out), "--dlq", str(dlq)],
-        env=env,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
-    letters = [json.loads(line) for line in dlq.read_text().splitlines()]
-    return out.read_bytes().splitlines(), letters
-
-
-def per_key(values: list[bytes]) -> dict[str, list[bytes]]:
-    """Each rating's events in the order they come (a key's order is kept on the output topic)."""
-    found: dict[str, list[bytes]] = defaultdict(list)
-    for value in values:
-        event = json.loads(value)
-        found[f"{event['player_id']}/{event['category']}"].append(value)
-    return dict(found)
 
 
 def header(record: Record, name: str) -> str:
@@ -106,14 +68,14 @@ async def produce_at(stack: Stack, records: list[tuple[bytes, int | None]]) -> N
 @pytest.mark.timeout(240)
 async def test_one_worker_on_one_partition_publishes_what_rate_writes(stack: Stack) -> None:
     await stack.create_topics(games=1, ratings=4)
-    sim, seed = seeded(stack, 120, seed=5)
+    sim, seed = seeded(stack, "glicko2", 120, seed=5)
     lines = list(sim.game_lines(3000, bad_share=0.01, redelivery_share=0.01))
     await stack.produce(lines)
     end = await stack.end_offsets(len(lines))
     stack.start_worker(**G2)
     await stack.wait_committed(end, timeout=120)
 
-    expected, expected_letters = rate(stack, seed, lines)
+    expected, expected_letters = rate(stack.tmp, "glicko2", seed, lines)
     published = await read_topic(stack.broker.bootstrap, stack.ratings_topic, len(expected), timeout=60)
     values = [r.value for r in sorted(published, key=lambda r: (r.partition, r.offset)) if r.value is not None]
     assert len(values) == len(expected) > 5000  # the seeding's and both players' of every counted game
@@ -144,7 +106,7 @@ async def test_three_workers_on_six_partitions_account_exactly_and_restore_gives
     stack: Stack,
 ) -> None:
     await stack.create_topics(games=6, ratings=4)
-    sim, _ = seeded(stack, 150, seed=11)
+    sim, _ = seeded(stack, "glicko2", 150, seed=11)
     lines = list(sim.game_lines(6000))
     months = {json.loads(line)["finished_at"][:7] for line in lines}
     assert len(months) >= 6, months  # spread over months: deviations grow between games

@@ -17,18 +17,16 @@ own output topic, dead-letter topic, consumer group and key prefix (the systems'
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
-from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
 from tests.support.audit import audit, check_everything, read_store
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
+from tests.support.systems import per_key, rate
 from worker.embedded.simulation import ArenaSimulation, Glicko2Simulation
 from worker.embedded.stack import create_topics
 
@@ -55,31 +53,6 @@ def command(stack: Stack, *args: str, **settings: object) -> subprocess.Complete
         timeout=120,
         check=False,
     )
-
-
-def rate_arena(stack: Stack, seed: Path, lines: list[bytes]) -> list[bytes]:
-    """`rating-worker rate` of the arena alone on the same seed file and lines: its events."""
-    games, out, dlq = stack.tmp / "games.jsonl", stack.tmp / "out.jsonl", stack.tmp / "dlq.jsonl"
-    games.write_bytes(b"".join(line + b"\n" for line in lines))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "worker", "rate", str(games), "--seed", str(seed), "--out", str(out), "--dlq", str(dlq)],
-        env=env,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")
-    assert dlq.read_text() == ""
-    return out.read_bytes().splitlines()
-
-
-def per_key(values: list[bytes]) -> dict[str, list[bytes]]:
-    found: dict[str, list[bytes]] = defaultdict(list)
-    for value in values:
-        event = json.loads(value)
-        found[f"{event['player_id']}/{event['category']}"].append(value)
-    return dict(found)
 
 
 async def wait_group(stack: Stack, group: str, end: dict[int, int], timeout: float = 120) -> None:
@@ -119,7 +92,8 @@ async def test_an_arena_and_a_glicko2_deployment_on_one_input_topic_keep_to_thei
     assert all(w.poll() is None for w in stack.workers)
 
     # The arena: what it publishes alone, its Redis where its output is.
-    expected = rate_arena(stack, arena_seed, lines)
+    expected, letters = rate(stack.tmp, "arena", arena_seed, lines)
+    assert letters == []
     records = await read_topic(stack.broker.bootstrap, str(arena["topic_ratings"]), len(expected), timeout=60)
     values = [r.value for r in sorted(records, key=lambda r: (r.partition, r.offset)) if r.value is not None]
     assert len(values) == len(expected) > GAMES

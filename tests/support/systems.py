@@ -1,0 +1,49 @@
+"""What the stream tests of each rating system share: a simulation seeded through `import`, the
+same input replayed offline by `rating-worker rate`, and events grouped by rating."""
+
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from tests.support.stack import Stack
+from worker.embedded.simulation import SIMULATIONS, ArenaSimulation
+
+
+def seeded(stack: Stack, system: str, players: int, seed: int) -> tuple[ArenaSimulation, Path]:
+    """The system's simulation of `players`, its seeding file imported into the stack's Redis."""
+    sim = SIMULATIONS[system](players, seed=seed)
+    path = stack.tmp / "seed.csv"
+    path.write_text(sim.seed_csv())
+    imported = stack.import_seed(path, system=system)
+    assert imported.returncode == 0, imported.stderr.decode(errors="replace")
+    return sim, path
+
+
+def rate(tmp: Path, system: str, seed: Path, lines: list[bytes]) -> tuple[list[bytes], list[dict[str, object]]]:
+    """`rating-worker rate` of `system` (no other RATING_* variable) on the seed file and lines:
+    its events and dead letters."""
+    games, out, dlq = tmp / "games.jsonl", tmp / "out.jsonl", tmp / "dlq.jsonl"
+    games.write_bytes(b"".join(line + b"\n" for line in lines))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")} | {"RATING_SYSTEM": system}
+    done = subprocess.run(
+        [sys.executable, "-m", "worker", "rate", str(games), "--seed", str(seed), "--out", str(out), "--dlq", str(dlq)],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    letters = [json.loads(line) for line in dlq.read_text().splitlines()]
+    return out.read_bytes().splitlines(), letters
+
+
+def per_key(values: list[bytes]) -> dict[str, list[bytes]]:
+    """Each rating's events in the order they come (a key's order is kept on the output topic)."""
+    found: dict[str, list[bytes]] = defaultdict(list)
+    for value in values:
+        event = json.loads(value)
+        found[f"{event['player_id']}/{event['category']}"].append(value)
+    return dict(found)
