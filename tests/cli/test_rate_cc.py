@@ -13,6 +13,7 @@ import pytest
 
 from schemas.rating_changed_v2 import CcRatingChanged
 from tests.support.contract import VALID_GAME
+from tests.support.systems import dead_letters_of
 from tests.support.v2_examples import CONTRACT_USCF_CC
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,14 +97,7 @@ def test_bad_input_gets_a_clear_dead_letter_and_changes_nothing(tmp_path: Path) 
     done = rate(games, "--out", out, "--dlq", dlq)
     assert done.returncode == 0, done.stderr
 
-    letters = [json.loads(text) for text in dlq.read_text(encoding="utf-8").splitlines()]
-    assert [letter["line"] for letter in letters] == list(range(2, len(bad) + 2))
-    for letter, (value, named) in zip(letters, bad, strict=True):
-        assert letter["error_kind"] == "invalid_schema", letter
-        message = letter["error_message"]
-        assert "\n" not in message and "\r" not in message, letter
-        assert named in message, letter
-        assert json.loads(letter["raw"]) == value
+    letters = dead_letters_of(dlq, bad, first_line=2)
     drawn = letters[len(KINDS) * 2]["error_message"]
     assert "winner" in drawn or "1/2-1/2" in drawn or "result" in drawn, drawn
 

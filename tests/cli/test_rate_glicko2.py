@@ -14,6 +14,7 @@ import pytest
 
 from schemas.rating_changed_v2 import Glicko2RatingChanged
 from tests.support.contract import VALID_GAME
+from tests.support.systems import dead_letters_of
 from tests.support.v2_examples import CONTRACT_GLICKO2
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,14 +100,7 @@ def test_bad_input_gets_a_clear_dead_letter_and_changes_nothing(tmp_path: Path) 
     done = rate(games, "--out", out, "--dlq", dlq)
     assert done.returncode == 0, done.stderr
 
-    letters = [json.loads(text) for text in dlq.read_text(encoding="utf-8").splitlines()]
-    assert [letter["line"] for letter in letters] == list(range(2, len(bad) + 2))
-    for letter, (value, named) in zip(letters, bad, strict=True):
-        assert letter["error_kind"] == "invalid_schema", letter
-        message = letter["error_message"]
-        assert "\n" not in message and "\r" not in message, letter
-        assert named in message, letter
-        assert json.loads(letter["raw"]) == value
+    dead_letters_of(dlq, bad, first_line=2)
 
     events = [Glicko2RatingChanged.model_validate_json(e) for e in out.read_bytes().splitlines()]
     assert [(e.game_id, e.player_id, e.kind, e.seq) for e in events] == [

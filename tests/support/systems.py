@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tests.support.stack import Stack
 from worker.embedded.simulation import SIMULATIONS, ArenaSimulation
@@ -47,3 +49,17 @@ def per_key(values: list[bytes]) -> dict[str, list[bytes]]:
         event = json.loads(value)
         found[f"{event['player_id']}/{event['category']}"].append(value)
     return dict(found)
+
+
+def dead_letters_of(dlq: Path, bad: Sequence[tuple[object, str]], first_line: int) -> list[dict[str, Any]]:
+    """`rate`'s dead-letter file, checked against the bad lines written from `first_line` on: one
+    letter each, in order, `invalid_schema`, a one-line message naming what `bad` says, the raw line."""
+    letters: list[dict[str, Any]] = [json.loads(text) for text in dlq.read_text(encoding="utf-8").splitlines()]
+    assert [letter["line"] for letter in letters] == list(range(first_line, first_line + len(bad)))
+    for letter, (value, named) in zip(letters, bad, strict=True):
+        assert letter["error_kind"] == "invalid_schema", letter
+        message = str(letter["error_message"])
+        assert "\n" not in message and "\r" not in message, letter
+        assert named in message, letter
+        assert json.loads(str(letter["raw"])) == value
+    return letters
