@@ -10,8 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.support.audit import read_store
 from tests.support.stack import Stack
 from worker.embedded.simulation import SIMULATIONS, ArenaSimulation
+from worker.settings import SYSTEM_NAMES
+from worker.store import keys
 
 
 def seeded(stack: Stack, system: str, players: int, seed: int) -> tuple[ArenaSimulation, Path]:
@@ -63,3 +66,28 @@ def dead_letters_of(dlq: Path, bad: Sequence[tuple[object, str]], first_line: in
         assert named in message, letter
         assert json.loads(str(letter["raw"])) == value
     return letters
+
+
+def wipe_and_restore(stack: Stack, system: str, lines: list[bytes], at_least: int) -> None:
+    """Kill the stack's workers, delete every state of `system`'s prefix (Redis lost them), run
+    `rating-worker restore`, and check that it writes back exactly the states there were."""
+    for worker in stack.workers:
+        worker.kill()
+        worker.wait(timeout=10)
+    game_ids = {json.loads(line)["game_id"] for line in lines}
+    before = read_store(stack.redis.url, game_ids, system).states
+    r = stack.redis_client()
+    lost = list(r.scan_iter(f"{keys.state_key(SYSTEM_NAMES[system].redis_key_prefix, '')}*"))
+    assert len(lost) == len(before) > at_least
+    r.delete(*lost)
+    done = subprocess.run(
+        [sys.executable, "-m", "worker", "restore"],
+        env=stack.env(system=system),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"restore: {len(before)} states written" in done.stderr
+    assert read_store(stack.redis.url, game_ids, system).states == before

@@ -18,8 +18,6 @@ on the arena's games spread over months (`Glicko2Simulation`: dated in 2024, pro
 """
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -30,8 +28,7 @@ from tests.support.contract import VALID_GAME
 from tests.support.games import keyed
 from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
-from tests.support.systems import per_key, rate, seeded
-from worker.store import keys
+from tests.support.systems import per_key, rate, seeded, wipe_and_restore
 
 pytestmark = pytest.mark.integration
 
@@ -123,28 +120,12 @@ async def test_three_workers_on_six_partitions_account_exactly_and_restore_gives
     assert {e.kind for e in tally.events.values()} == {"imported", "rated_game"}
     assert len(tally.game_ids) > 5000
 
-    # Redis loses the states: `restore` (the workers stopped) writes back the last event's state of each.
-    for worker in stack.workers:
-        worker.kill()
-        worker.wait(timeout=10)
-    game_ids = {json.loads(line)["game_id"] for line in lines}
-    before = read_store(stack.redis.url, game_ids, "glicko2").states
-    assert before == tally.final_states()
-    r = stack.redis_client()
-    lost = list(r.scan_iter(f"{keys.state_key(PREFIX, '')}*"))
-    assert len(lost) == len(before) > 300
-    r.delete(*lost)
-    done = subprocess.run(
-        [sys.executable, "-m", "worker", "restore"],
-        env=stack.env(**G2),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    assert (
+        read_store(stack.redis.url, {json.loads(line)["game_id"] for line in lines}, "glicko2").states
+        == tally.final_states()
     )
-    assert done.returncode == 0, done.stderr
-    assert f"restore: {len(before)} states written" in done.stderr
-    assert read_store(stack.redis.url, game_ids, "glicko2").states == before
+    # Redis loses the states: `restore` (the workers stopped) writes back the last event's state of each.
+    wipe_and_restore(stack, "glicko2", lines, at_least=300)
 
 
 T = "2026-11-29T12:00:00.000Z"  # the record timestamp of W7 (glicko2.md 12.3)

@@ -10,8 +10,6 @@
 """
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -20,8 +18,7 @@ from tests.support.contract import VALID_GAME
 from tests.support.games import keyed
 from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
-from tests.support.systems import per_key, rate, seeded
-from worker.store import keys
+from tests.support.systems import per_key, rate, seeded, wipe_and_restore
 
 pytestmark = pytest.mark.integration
 
@@ -74,26 +71,7 @@ async def test_three_workers_on_six_partitions_account_exactly_and_restore_gives
     assert {e.kind for e in tally.events.values()} >= {"rated_game", "first_rating", "game_credit", "forfeit_win"}
 
     # Redis loses the states: `restore` (the workers stopped) writes back the last event's state of each.
-    for worker in stack.workers:
-        worker.kill()
-        worker.wait(timeout=10)
-    game_ids = {json.loads(line)["game_id"] for line in lines}
-    before = read_store(stack.redis.url, game_ids, "uscf-cc").states
-    r = stack.redis_client()
-    lost = list(r.scan_iter(f"{keys.state_key(PREFIX, '')}*"))
-    assert len(lost) == len(before) > 100
-    r.delete(*lost)
-    done = subprocess.run(
-        [sys.executable, "-m", "worker", "restore"],
-        env=stack.env(**CC),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert f"restore: {len(before)} states written" in done.stderr
-    assert read_store(stack.redis.url, game_ids, "uscf-cc").states == before
+    wipe_and_restore(stack, "uscf-cc", lines, at_least=100)
 
 
 # One bad record per case of the reading (uscf-cc.md 13.5, events-v2 "Control messages"): the
