@@ -10,13 +10,18 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from schemas.close_line import FideCloseLine, TorneloCloseLine
 from schemas.correspondence_game import CorrespondenceGameFinished
 from schemas.game_finished import GameFinished
 from schemas.rating_changed import RatingChanged
 from schemas.rating_changed_v2 import RatingChangedV2
 from schemas.seed_record import SeedRecord
 from schemas.seed_record_cc import CcSeedRecord
+from schemas.seed_record_fide import FideSeedRecord
 from schemas.seed_record_glicko2 import Glicko2SeedRecord
+from schemas.seed_record_tornelo import TorneloSeedRecord
+from schemas.tornelo_game import TorneloGameFinished
+from schemas.tournament_finished import TournamentFinished
 
 SCHEMA_DIR = Path(__file__).parent / "json"
 # Each file's model: a pydantic model, or an annotated union of them (v2's events).
@@ -29,6 +34,12 @@ MODELS: dict[str, Any] = {
     "arena.game.finished.v1.correspondence.schema.json": CorrespondenceGameFinished,
     "seed-record.uscf-cc.schema.json": CcSeedRecord,
     "seed-record.glicko2.schema.json": Glicko2SeedRecord,
+    "arena.game.finished.v1.tornelo.schema.json": TorneloGameFinished,
+    "arena.tournament.finished.v1.schema.json": TournamentFinished,
+    "close-line.fide.schema.json": FideCloseLine,
+    "close-line.tornelo.schema.json": TorneloCloseLine,
+    "seed-record.fide.schema.json": FideSeedRecord,
+    "seed-record.tornelo.schema.json": TorneloSeedRecord,
 }
 
 

@@ -1,10 +1,12 @@
 """Output of contract v2: `arena.rating.changed.v2.{system}`, one event per changed rating
 (key `{player_id}/{category}`). `system` selects the shapes of `category`, `kind`, `state` and
-`detail`; this release describes `uscf-cc` and `glicko2` (the other systems of v2 join the
-union when built).
+`detail`: `uscf-cc` and `glicko2` (per-game), `fide` and `tornelo` (per-period: a game is
+recorded, its period's close changes the rating; an event's id names its origin, a game, a close or
+a seeding).
 
 As for v1, the models describe and validate the events; the worker encodes them itself, byte
-for byte (`worker.engine.events_v2`).
+for byte (`worker.engine.events_v2`, `worker.engine.events_periods`). The per-period systems'
+models are `schemas.rating_changed_periods`'.
 """
 
 from decimal import Decimal
@@ -13,6 +15,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, WithJsonSchema, model_validator
 
 from schemas.rating_changed import GAME_FIELDS, Score
+from schemas.rating_changed_periods import FideRatingChanged, TorneloRatingChanged
 from schemas.types import Id, Timestamp, TwoDecimals
 
 CcKind = Literal["rated_game", "first_rating", "game_credit", "forfeit_win", "imported"]
@@ -186,7 +189,6 @@ class Glicko2RatingChanged(BaseModel):
 
 
 # One schema for v2: `system` selects the shape.
-RatingChangedV2 = Annotated[
-    CcRatingChanged | Glicko2RatingChanged, Field(discriminator="system", title="arena.rating.changed.v2")
-]
-RATING_CHANGED_V2: TypeAdapter[CcRatingChanged | Glicko2RatingChanged] = TypeAdapter(RatingChangedV2)
+AnyRatingChangedV2 = CcRatingChanged | Glicko2RatingChanged | FideRatingChanged | TorneloRatingChanged
+RatingChangedV2 = Annotated[AnyRatingChangedV2, Field(discriminator="system", title="arena.rating.changed.v2")]
+RATING_CHANGED_V2: TypeAdapter[AnyRatingChangedV2] = TypeAdapter(RatingChangedV2)

@@ -40,3 +40,36 @@ def test_the_input_schema_states_the_contract_constraints() -> None:
         "result",
         "termination",
     }
+
+
+# Contract v2, "JSON Schemas": the files exported beside version 1's.
+CONTRACT_V2_FILES = {
+    "arena.rating.changed.v2.schema.json",
+    "arena.game.finished.v1.correspondence.schema.json",
+    "arena.game.finished.v1.tornelo.schema.json",
+    "arena.tournament.finished.v1.schema.json",
+    "close-line.fide.schema.json",
+    "close-line.tornelo.schema.json",
+    "seed-record.uscf-cc.schema.json",
+    "seed-record.glicko2.schema.json",
+    "seed-record.fide.schema.json",
+    "seed-record.tornelo.schema.json",
+}
+
+
+CONTRACT_V1_FILES = {
+    "arena.game.finished.v1.schema.json",
+    "arena.rating.changed.v1.schema.json",
+    "seed-record.schema.json",
+}
+
+
+def test_every_file_the_contract_lists_is_exported() -> None:
+    assert set(MODELS) == CONTRACT_V1_FILES | CONTRACT_V2_FILES
+    assert all((SCHEMA_DIR / name).is_file() for name in CONTRACT_V2_FILES)
+
+
+def test_the_v2_event_schema_selects_every_systems_shape() -> None:
+    schema = json.loads((SCHEMA_DIR / "arena.rating.changed.v2.schema.json").read_text())
+    assert schema["discriminator"]["propertyName"] == "system"
+    assert set(schema["discriminator"]["mapping"]) == {"uscf-cc", "glicko2", "fide", "tornelo"}
