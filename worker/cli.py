@@ -20,6 +20,7 @@ from worker.replay.progress import Progress
 from worker.replay.replay import replay
 from worker.replay.seed_file import read_seed_file
 from worker.rules.hundredths import Points
+from worker.rules.period_system import periodic
 from worker.rules.system import SeedRow
 from worker.rules.systems import RULES
 from worker.settings import RulesSettings
@@ -138,7 +139,7 @@ def _rules_settings(training_rating: int | None) -> RulesSettings:
 def _seed_rows(settings: RulesSettings, path: Path) -> list[SeedRow]:
     """The rows of a seeding file of the deployment's system, or a one-line usage error."""
     try:
-        return read_seed_file(path, RULES[settings.system])
+        return read_seed_file(path, settings.rules())
     except SeedFileError as e:
         raise UsageError(str(e)) from None
 
@@ -158,7 +159,7 @@ def cmd_rate(args: argparse.Namespace) -> int:
             raise UsageError(f"{e.filename}: cannot write: {e.strerror}") from None
         total = Path(args.games).stat().st_size if args.games != "-" else None
         progress = Progress(sys.stderr, total) if sys.stderr.isatty() else None
-        engine = Engine(RULES[settings.system], Points(settings.training_rating))
+        engine = Engine(settings.rules(), Points(settings.training_rating))
         started = time.perf_counter()
         counts, store = asyncio.run(replay(engine, seeds, games, out, dlq, settings.max_message_bytes, progress))
         if progress is not None:
@@ -167,8 +168,10 @@ def cmd_rate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _worker_settings() -> "WorkerSettings":
-    """The settings, checked whole: a wrong one stops the command with one line."""
+def _worker_settings(served: bool = True) -> "WorkerSettings":
+    """The settings, checked whole: a wrong one stops the command with one line. `served`: the
+    command touches Kafka or Redis, which this release does for the systems rated game by game
+    only (a per-period system's closes come to the service in a later release)."""
     from worker.settings import WorkerSettings  # noqa: PLC0415
 
     secrets_dir = os.environ.get("RATING_SECRETS_DIR")
@@ -178,6 +181,11 @@ def _worker_settings() -> "WorkerSettings":
         settings = WorkerSettings(_secrets_dir=secrets_dir)
     except ValidationError as e:
         raise _settings_error(e) from None
+    if served and periodic(settings.rules()):
+        raise UsageError(
+            f"setting RATING_SYSTEM={settings.system}: this release rates {settings.system} offline only "
+            f"(`rating-worker rate`); its service (closing periods in Kafka and Redis) comes in a later release"
+        )
     return settings
 
 
@@ -271,7 +279,7 @@ def cmd_erase(args: argparse.Namespace) -> int:
     if not re.fullmatch(ID_PATTERN, args.player_id):
         raise UsageError(f"{args.player_id!r} is not a player id (letters, digits, '_', '.', '-'; at most 128)")
     settings = _worker_settings()
-    system = RULES[settings.system].categories
+    system = settings.rules().categories
     if args.category is not None and args.category not in system:
         raise UsageError(f"--category {args.category}: {settings.system} rates {', '.join(system)} only")
     categories = [args.category] if args.category else list(system)
@@ -296,7 +304,7 @@ def cmd_erase(args: argparse.Namespace) -> int:
 def cmd_config(args: argparse.Namespace) -> int:
     from worker.docs import effective_settings  # noqa: PLC0415
 
-    settings = _worker_settings()
+    settings = _worker_settings(served=False)
     print(f"# rating-worker {_version()}: the settings in effect (secrets masked; defaults commented out)")
     for line in effective_settings(settings):
         print(line)
@@ -634,7 +642,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rate", type=_positive, default=200.0, help="games per second fed to the workers")
     demo.add_argument("--workers", type=_whole(1), default=2, help="worker processes (replicas)")
     demo.add_argument("--duration", type=_positive, help="stop after this many seconds (default: at Ctrl-C)")
-    demo.add_argument("--system", choices=sorted(RULES), default="arena", help="the rating system its workers run")
+    demo.add_argument(
+        "--system",
+        choices=sorted(name for name, rules in RULES.items() if not periodic(rules)),
+        default="arena",
+        help="the rating system its workers run (fide and tornelo: `rate` only in this release)",
+    )
     demo.set_defaults(func=cmd_demo)
 
     schemas = commands.add_parser("schemas", help="export the contract's JSON Schemas to schemas/json/")

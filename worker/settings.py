@@ -5,12 +5,18 @@ the rules between settings), so that a wrong one stops the command with one line
 variable instead of failing later, half way, with a traceback.
 """
 
+import json
 import re
-from typing import Annotated, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from worker.rules.hundredths import parse_fixed2
+from worker.rules.system import RatingSystem
+from worker.rules.systems import RULES
+from worker.rules.tornelo import Parameters, TorneloRules
 
 # Kafka's own rule for topic names.
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -51,7 +57,7 @@ def redis_address(url: str) -> str:
 
 KEY_PATTERN_CHARS = "*?[]\\"  # characters of a Redis key pattern (SCAN MATCH): never in a prefix
 
-System = Literal["arena", "uscf-cc", "glicko2"]
+System = Literal["arena", "uscf-cc", "glicko2", "fide", "tornelo"]
 
 
 class SystemNames(NamedTuple):
@@ -74,7 +80,7 @@ def _v2_names(system: str, topic_games: str = "arena.game.finished.v1") -> Syste
     )
 
 
-# Every system of the contract, built here or not: no deployment may take another's names.
+# Every system of the contract: no deployment may take another's names.
 SYSTEM_NAMES: dict[str, SystemNames] = {
     "arena": SystemNames(
         "arena.game.finished.v1", "arena.rating.changed.v1", "arena.game.finished.v1.dlq", "rating-worker", "rating:"
@@ -148,10 +154,12 @@ class RulesSettings(BaseSettings):
         System,
         Field(
             description="The rating system of this deployment: `arena` (contract v1), `uscf-cc` (US Chess "
-            "correspondence, contract v2) or `glicko2` (Glicko-2 game by game, contract v2). It sets the "
-            "defaults of `RATING_TOPIC_GAMES`, `RATING_TOPIC_RATINGS`, `RATING_TOPIC_DEAD_LETTERS`, "
+            "correspondence, contract v2), `glicko2` (Glicko-2 game by game, contract v2), `fide` (FIDE, one change "
+            "per calendar month, contract v2) or `tornelo` (Tornelo, one change per tournament, contract v2). It "
+            "sets the defaults of `RATING_TOPIC_GAMES`, `RATING_TOPIC_RATINGS`, `RATING_TOPIC_DEAD_LETTERS`, "
             "`RATING_KAFKA_GROUP_ID` and `RATING_REDIS_KEY_PREFIX`; no deployment may use another system's output "
-            "topic, dead-letter topic, group or key prefix.",
+            "topic, dead-letter topic, group or key prefix. `fide` and `tornelo` run in `rate` only in this "
+            "release: every command that touches Kafka or Redis refuses them at start.",
         ),
     ] = "arena"
 
@@ -165,6 +173,23 @@ class RulesSettings(BaseSettings):
             "`rate --training-rating` overrides it.",
         ),
     ] = 1200
+    # Tornelo's open parameters (tornelo.md, section 2): the source gives their shape, not their
+    # numbers; these defaults are the project's. Read by every command, so that a wrong value
+    # stops any of them at start, and recorded on a live prefix once the service runs tornelo.
+    tornelo_k: Annotated[
+        str,
+        Field(
+            description="`tornelo`: K per category, a JSON object with exactly the keys `rapid`, `blitz` and "
+            "`bullet`, each a pair of positive integers [K at or below 2200, K above 2200].",
+        ),
+    ] = '{"rapid": [20, 10], "blitz": [20, 10], "bullet": [10, 5]}'
+    tornelo_bonus_factor: Annotated[
+        str,
+        Field(
+            description="`tornelo`: the bonus factor, Bonus = factor x max(0, ScoreDifference - 1); a decimal >= 0 "
+            "with at most two decimals (`0` disables the bonus).",
+        ),
+    ] = "1.00"
     # A message larger than this is dead-lettered as too_large. 64 KiB is ~200x a real game
     # event (~300 bytes), small enough that a flood of oversized messages cannot exhaust memory.
     max_message_bytes: Annotated[
@@ -176,6 +201,50 @@ class RulesSettings(BaseSettings):
             "A real event is ~300 bytes.",
         ),
     ] = 65536
+
+    @field_validator("tornelo_k")
+    @classmethod
+    def _tornelo_k(cls, value: str) -> str:
+        tornelo_k(value)
+        return value
+
+    @field_validator("tornelo_bonus_factor")
+    @classmethod
+    def _tornelo_bonus_factor(cls, value: str) -> str:
+        try:
+            parse_fixed2(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a decimal >= 0 with at most two decimals (1.00, 0.5, 0)") from None
+        return value
+
+    def rules(self) -> RatingSystem[Any]:
+        """The deployment's rating system with its parameters (tornelo's K and bonus factor)."""
+        rules = RULES[self.system]
+        if isinstance(rules, TorneloRules):
+            return TorneloRules(Parameters(tornelo_k(self.tornelo_k), parse_fixed2(self.tornelo_bonus_factor)))
+        return rules
+
+
+def tornelo_k(value: str) -> dict[str, tuple[int, int]]:
+    """`RATING_TORNELO_K` read: each of the three categories to its two K; ValueError says what is wrong."""
+    try:
+        table = json.loads(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not JSON") from None
+    categories = ("rapid", "blitz", "bullet")
+    if not isinstance(table, dict) or sorted(table) != sorted(categories):
+        raise ValueError("must be a JSON object with exactly the keys rapid, blitz and bullet")
+    ks: dict[str, tuple[int, int]] = {}
+    for category in categories:
+        pair = table[category]
+        if not (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(type(k) is int and k > 0 for k in pair)  # type is: true and 1.0 are not integers here
+        ):
+            raise ValueError(f"{category}: {json.dumps(pair)} is not a pair of positive integers [K <= 2200, K > 2200]")
+        ks[category] = (pair[0], pair[1])
+    return ks
 
 
 class WorkerSettings(RulesSettings):
@@ -193,7 +262,8 @@ class WorkerSettings(RulesSettings):
             ge=0,
             description="How much later than its record's timestamp (as the consumer receives it: CreateTime, or "
             "LogAppendTime on a topic so configured) a game's `finished_at` may be (glicko2: a game finishing in "
-            "the future would stop its players' deviations from growing); later, it is dead-lettered as "
+            "the future would stop its players' deviations from growing; fide: it would wait years for its month's "
+            "close); later, it is dead-lettered as "
             "`invalid_schema`. An hour covers clock skew between producers and the broker. `rate`'s lines carry no "
             "timestamp and are not checked; `rebuild` checks each record with the timestamp it reads for it.",
         ),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, cast
 
 from worker.engine.events import Published, RatingEvent, encode, read_v1
+from worker.engine.events_periods import encode_fide, encode_tornelo, read_fide, read_tornelo
 from worker.engine.events_v2 import encode_cc, encode_glicko2, read_cc, read_glicko2
 from worker.rules.system import RatingSystem, S
 
@@ -22,6 +23,8 @@ CONTRACTS: dict[str, Contract[Any]] = {
     "arena": Contract(1, encode, read_v1),
     "uscf-cc": Contract(2, encode_cc, read_cc),
     "glicko2": Contract(2, encode_glicko2, read_glicko2),
+    "fide": Contract(2, encode_fide, read_fide),
+    "tornelo": Contract(2, encode_tornelo, read_tornelo),
 }
 
 

@@ -4,16 +4,19 @@ The same checks serve the offline replay and the streaming worker, so a message 
 dead-lettered with the same `error.kind` and message whichever of them reads it.
 """
 
+import json
 import re
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from schemas.close_line import CloseLine
 from schemas.game_finished import GameFinished
+from worker.rules.period_system import periodic
 from worker.rules.system import RatingSystem
 
-G = TypeVar("G", bound=GameFinished)
+M = TypeVar("M", bound=BaseModel)  # a game's model, or a close line's
 
 MAX_ERRORS_SHOWN = 3  # a message with many bad fields still gets a one-line error
 # The JSON parser turns numbers into Python ints, which refuse more than 4300 digits (Python's
@@ -61,7 +64,26 @@ def decode_input(
     return game
 
 
-def decode_as(model: type[G], value: bytes, max_bytes: int) -> G:
+def decode_line(rules: RatingSystem[Any], value: bytes, max_bytes: int) -> GameFinished | CloseLine:
+    """A line of `rate`'s input file: a game of `rules`' system, or, for a per-period system, a
+    close line (contract v2, "Control messages": a JSON object with a `control` key is never a
+    game; it is a close when `control` is exactly "close" and `period` is a period of the
+    system, other keys ignored, and `invalid_schema` otherwise), or BadInput."""
+    try:
+        return decode_input(rules, value, max_bytes)  # a line has no record timestamp
+    except BadInput as bad:
+        if bad.kind is not ErrorKind.INVALID_SCHEMA or not periodic(rules):
+            raise
+        try:  # valid JSON that is not a game: a control message?
+            data = json.loads(value)
+        except ValueError:
+            raise bad from None
+        if not (isinstance(data, dict) and "control" in data):
+            raise
+    return decode_as(rules.close_line, value, max_bytes)
+
+
+def decode_as(model: type[M], value: bytes, max_bytes: int) -> M:
     """The game in `value` as `model` (a system's input: v1's, or v1 with a system's fields), or
     BadInput with the contract's kind and a one-line message."""
     if len(value) > max_bytes:

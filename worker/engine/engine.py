@@ -6,10 +6,20 @@ them in Redis. Both call this unchanged, for every rating system: the system's r
 (`worker.rules.system.RatingSystem`) say what a game does to a rating, the engine does the
 rest (duplicates, sequence numbers, event ids, the seeding policy) and has the system's
 contract (`worker.engine.contracts`) encode each event once.
+
+A per-period system (`worker.rules.period_system.PeriodSystem`: `fide`, `tornelo`) records its
+games in their period and changes ratings when a period closes. For it the engine also owns,
+the same for each: the close events (`close`: event id `period/{P}/{player}/{category}`, the
+next `seq`, null game fields), their order (a close's ratings in the byte order of their keys:
+`close_order`), and the rule that a rating still holding games of a closed period is closed
+before anything else happens to it: `apply` first closes each player of the game for every
+closed period he still holds (white's closes, then black's, each oldest first), then applies
+the game to the closed states. The calendar (what is closed) and the states of other ratings
+(`lookup`: fide counts a held game with its opponent's list rating) are the caller's.
 """
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from enum import StrEnum
 from typing import Generic, NamedTuple
 
@@ -17,9 +27,20 @@ from schemas.game_finished import GameFinished
 from worker.engine.contracts import contract_of
 from worker.engine.events import RatingEvent, rating_key
 from worker.rules.hundredths import ONE, Hundredths, Points, display
+from worker.rules.period_system import PeriodSystem, periodic
 from worker.rules.system import Change, Kind, Rated, RatingSystem, S, SeedRow, Skip
 
-__all__ = ["RESTORED", "Engine", "GameOutcome", "SeedOutcome", "SeedRow", "SeedVerdict", "Update", "Verdict"]
+__all__ = [
+    "RESTORED",
+    "CloseOutcome",
+    "Engine",
+    "GameOutcome",
+    "SeedOutcome",
+    "SeedRow",
+    "SeedVerdict",
+    "Update",
+    "Verdict",
+]
 
 _WHITE_SCORE = {"1-0": Hundredths(100), "1/2-1/2": Hundredths(50), "0-1": Hundredths(0)}
 # The idempotency record of a game restored from the output topic (`rating-worker restore`):
@@ -48,6 +69,13 @@ class GameOutcome(NamedTuple, Generic[S]):
     digest: bytes  # the game's facts digest: its idempotency record, stored unless already known
     skip: Skip | None = None
     updates: tuple[Update[S], ...] = ()
+
+
+class CloseOutcome(NamedTuple, Generic[S]):
+    """The close of one rating for a period: its close event, or None if it held no game of it
+    (closed already, by an earlier run of the close or by its next game)."""
+
+    update: Update[S] | None
 
 
 class SeedVerdict(StrEnum):
@@ -91,6 +119,8 @@ class Engine(Generic[S]):
         # publishes nothing (rebuild); encoding is a fifth of the engine's work.
         self.encode_events = encode_events
         self.encode = contract_of(rules).encode
+        # The per-period entry point of the rules, or None for a system that rates game by game.
+        self.periods: PeriodSystem[S] | None = rules if periodic(rules) else None
 
     def ratings_read(self, game: GameFinished) -> tuple[str, str] | None:
         """The keys of the two ratings `apply` reads for this game, or None if it reads none."""
@@ -109,9 +139,13 @@ class Engine(Generic[S]):
         states: Mapping[str, S],
         known: bytes | None,
         classified: Classification | None = None,
+        calendar: object = None,
+        lookup: Callable[[str], S] | None = None,
     ) -> GameOutcome[S]:
         """What `game` does, given the states of `ratings_read(game)` and its recorded digest if
-        any (`classified`: the game's `classify`, if the caller has it already)."""
+        any (`classified`: the game's `classify`, if the caller has it already). A per-period
+        system also reads what is closed (`calendar`; None: nothing) and, to close a player who
+        held games of a closed period, other ratings' states (`lookup`; default: `states`)."""
         rules = self.rules
         digest = facts_digest(game, rules.facts(game))
         if known is not None:
@@ -124,10 +158,119 @@ class Engine(Generic[S]):
         white_key, black_key = keys
         unseen = rules.unseen
         white, black = states.get(white_key, unseen), states.get(black_key, unseen)
+        if self.periods is not None:
+            get = (lambda key: states.get(key, unseen)) if lookup is None else lookup
+            return self._apply_in_period(game, category, digest, white, black, calendar, get)
         rated = rules.rate_game(game, category, white, black)
         if isinstance(rated, Skip):
             return GameOutcome(Verdict.SKIPPED, digest, rated)
         return GameOutcome(Verdict.APPLIED, digest, None, self._updates(game, category, rated, white, black))
+
+    def _apply_in_period(
+        self,
+        game: GameFinished,
+        category: str,
+        digest: bytes,
+        white: S,
+        black: S,
+        calendar: object,
+        lookup: Callable[[str], S],
+    ) -> GameOutcome[S]:
+        """A per-period system's game: each player first closed for the closed periods he still
+        holds (white's closes, then black's), then the game recorded in its period, or rated at
+        once where it has none (`recorded_in`), on the closed states."""
+        periods = self.periods
+        assert periods is not None
+        if calendar is None:
+            calendar = periods.opening
+        closes: list[Update[S]] = []
+        white = self._closed(game.white_id, category, white, calendar, lookup, closes)
+        black = self._closed(game.black_id, category, black, calendar, lookup, closes)
+        period = periods.recorded_in(game, calendar)
+        if period is None:
+            rated = periods.rate_game(game, category, white, black)
+        else:
+            rated = periods.record(game, category, period, calendar, white, black)
+        if isinstance(rated, Skip):
+            return (
+                GameOutcome(Verdict.APPLIED, digest, None, tuple(closes))
+                if closes
+                else GameOutcome(Verdict.SKIPPED, digest, rated)
+            )
+        return GameOutcome(
+            Verdict.APPLIED, digest, None, (*closes, *self._updates(game, category, rated, white, black))
+        )
+
+    def _closed(
+        self,
+        player_id: str,
+        category: str,
+        state: S,
+        calendar: object,
+        lookup: Callable[[str], S],
+        out: list[Update[S]],
+    ) -> S:
+        """The state closed for every closed period it holds, in closing order; the close events in `out`."""
+        periods = self.periods
+        assert periods is not None
+        for period in periods.closing(state, calendar):
+            update = self._close_update(
+                period, player_id, category, state, periods.close(period, category, state, lookup)
+            )
+            out.append(update)
+            state = update.state
+        return state
+
+    def close(self, period: str, key: str, state: S, lookup: Callable[[str], S]) -> CloseOutcome[S]:
+        """Close `period` for the rating `key` (a close line of `rate`; later `close-period`): its
+        close event, or none if it holds no game of `period`. `lookup` gives other ratings' states."""
+        periods = self.periods
+        assert periods is not None, f"{self.rules.name} has no rating periods"
+        if period not in periods.pending(state):
+            return CloseOutcome(None)
+        player_id, _, category = key.partition("/")
+        change = periods.close(period, category, state, lookup)
+        return CloseOutcome(self._close_update(period, player_id, category, state, change))
+
+    def _close_update(self, period: str, player_id: str, category: str, before: S, change: Change[S]) -> Update[S]:
+        after = self.rules.numbered(change.after, before.seq + 1)
+        event = RatingEvent(
+            f"period/{period}/{player_id}/{category}",
+            None,  # game_id, source_event_id, opponent_id, score: a close has none
+            None,
+            player_id,
+            None,
+            category,
+            change.kind,
+            None,
+            before.rating,
+            after.rating,
+            self.display(before),
+            self.display(after),
+            None,
+            None,
+            after,
+            None,  # finished_at
+            change.detail,
+        )
+        return Update(event.key, after, event, self.encode(event) if self.encode_events else b"")
+
+    def marks(self, calendar: object, period: str, recorded: Collection[str]) -> tuple[str, ...]:
+        """The periods a close of `period` marks closed, in the order they are marked and closed,
+        given the periods with recorded games (each is marked once the one before is closed)."""
+        assert self.periods is not None, f"{self.rules.name} has no rating periods"
+        return self.periods.to_mark(calendar, period, recorded)
+
+    def marked(self, calendar: object, period: str) -> object:
+        """The calendar once `period` is marked closed."""
+        assert self.periods is not None, f"{self.rules.name} has no rating periods"
+        return self.periods.marked(calendar, period)
+
+    @staticmethod
+    def close_order(keys: Iterable[str]) -> list[str]:
+        """The order in which a period's ratings are closed: the byte order of their keys
+        `{player_id}/{category}` as UTF-8 (contract v2, "Order of the events")."""
+        return sorted(keys, key=str.encode)
 
     def _updates(self, game: GameFinished, category: str, rated: Rated[S], white: S, black: S) -> tuple[Update[S], ...]:
         """One update per rating the game changed, white's first."""
@@ -185,6 +328,8 @@ class Engine(Generic[S]):
             return SeedOutcome(SeedVerdict.UNCHANGED)
         if current.seq > 0 and not force:
             return SeedOutcome(SeedVerdict.REFUSED)
+        if self.periods is not None and not self.periods.seedable(current):
+            return SeedOutcome(SeedVerdict.REFUSED)  # fide: games counted with its list rating, forced or not
         after = self.rules.numbered(seeded, current.seq + 1)
         event = RatingEvent(
             event_id=f"import/{row.player_id}/{row.category}/{after.seq}",

@@ -6,7 +6,7 @@ re-publication sends the stored bytes.
 
 The events are the engine's (`worker.engine.events.RatingEvent`), as for every system; the
 arena's are encoded as v1 (`worker.engine.events.encode`), which never changes. The per-period
-systems of v2 (`fide`, `tornelo`) add their own `state` and `detail` encodings here when built.
+systems' encodings (`fide`, `tornelo`) are `worker.engine.events_periods`', on the same head.
 """
 
 from decimal import Decimal
@@ -24,27 +24,27 @@ SYSTEM = "uscf-cc"
 _SCORES = {100: "1", 50: "0.5", 0: "0"}
 
 
-def _fixed2(value: Hundredths | None) -> str:
+def fixed2(value: Hundredths | None) -> str:
     return "null" if value is None else format_fixed2(value)
 
 
-def _id(value: str | None) -> str:
+def quoted(value: str | None) -> str:
     """An id or a validated timestamp: their characters never need escaping."""
     return "null" if value is None else f'"{value}"'
 
 
-def _head(event: RatingEvent[Any], system: str) -> str:
+def head(event: RatingEvent[Any], system: str) -> str:
     """The fields every v2 event has, from `event_id` to `seq` (`state` and `detail` follow)."""
     before, after = event.rating_before, event.rating_after
     delta = None if before is None or after is None else Hundredths(after - before)
     source = "null" if event.source_event_id is None else str(encode_basestring(event.source_event_id))
     return (
-        f'{{"event_id":"{event.event_id}","system":"{system}","game_id":{_id(event.game_id)},'
-        f'"source_event_id":{source},"player_id":"{event.player_id}","opponent_id":{_id(event.opponent_id)},'
+        f'{{"event_id":"{event.event_id}","system":"{system}","game_id":{quoted(event.game_id)},'
+        f'"source_event_id":{source},"player_id":"{event.player_id}","opponent_id":{quoted(event.opponent_id)},'
         f'"category":"{event.category}","kind":"{event.kind}",'
         f'"score":{"null" if event.score is None else _SCORES[event.score]},'
-        f'"rating_before":{_fixed2(before)},"rating_after":{_fixed2(after)},'
-        f'"display_before":{event.display_before},"display_after":{event.display_after},"delta":{_fixed2(delta)},'
+        f'"rating_before":{fixed2(before)},"rating_after":{fixed2(after)},'
+        f'"display_before":{event.display_before},"display_after":{event.display_after},"delta":{fixed2(delta)},'
         f'"seq":{event.state.seq}'
     )
 
@@ -72,10 +72,10 @@ def encode_glicko2(event: RatingEvent[GlickoState]) -> bytes:
         _fixed9(state.volatility),
     )
     return (
-        f'{_head(event, "glicko2")},"state":{{"rating":{rating},"rated_games":{state.rated_games},'
+        f'{head(event, "glicko2")},"state":{{"rating":{rating},"rated_games":{state.rated_games},'
         f'"seq":{state.seq},"deviation":{deviation},"volatility":{volatility},'
-        f'"last_rated_at":{_id(state.last_rated_at)}}},"finished_at":{_id(event.finished_at)},'
-        f'"detail":{{"expected_score":{_fixed2(event.expected_score)},"deviation_before":{_fixed2(rd_before)},'
+        f'"last_rated_at":{quoted(state.last_rated_at)}}},"finished_at":{quoted(event.finished_at)},'
+        f'"detail":{{"expected_score":{fixed2(event.expected_score)},"deviation_before":{fixed2(rd_before)},'
         f'"deviation_after":{deviation},"volatility_before":{_fixed9(sigma_before)},'
         f'"volatility_after":{volatility}}}}}'
     ).encode()
@@ -101,8 +101,8 @@ def encode_cc(event: RatingEvent[CcState]) -> bytes:
     """The event's value bytes, keys in the order of the contract's table."""
     state = event.state
     return (
-        f'{_head(event, SYSTEM)},"state":{{"rating":{_fixed2(state.rating)},"rated_games":{state.credits},'
-        f'"seq":{state.seq}}},"finished_at":{_id(event.finished_at)},'
+        f'{head(event, SYSTEM)},"state":{{"rating":{fixed2(state.rating)},"rated_games":{state.credits},'
+        f'"seq":{state.seq}}},"finished_at":{quoted(event.finished_at)},'
         f'"detail":{{"k_factor":{"null" if event.k_factor is None else event.k_factor}}}}}'
     ).encode()
 

@@ -7,6 +7,11 @@ player are applied in the order they were consumed, and games that share no play
 no extra round trip. `apply_in_order` does the whole of it over any `StateStore` for a caller
 that publishes nothing itself (the offline replay, the rebuild); the streaming worker's
 `worker.stream.pipeline` adds publication and waits for other processes' leases.
+
+A per-period system's items also include the close of one rating for a period (`CloseItem`),
+computed by the engine like a game; its games and closes read the calendar of the snapshot, and
+a close (or a game that first closes a player) that counts `fide`'s held games reads their
+opponents' states through `lookup`, which the caller gives for the ratings outside the batch.
 """
 
 from collections.abc import Awaitable, Callable, Sequence
@@ -17,6 +22,7 @@ from schemas.game_finished import GameFinished
 from worker.engine.engine import (
     RESTORED,
     Classification,
+    CloseOutcome,
     Engine,
     GameOutcome,
     SeedOutcome,
@@ -48,7 +54,15 @@ class Replayed:
     game: GameFinished
 
 
-Item = GameFinished | SeedItem | Replayed
+@dataclass(frozen=True, slots=True)
+class CloseItem:
+    """The close of one rating (`key`) for `period` of a per-period system."""
+
+    period: str
+    key: str
+
+
+Item = GameFinished | SeedItem | Replayed | CloseItem
 
 
 class Planned(NamedTuple, Generic[S]):
@@ -56,13 +70,13 @@ class Planned(NamedTuple, Generic[S]):
     tuple: one is made per game)."""
 
     item: Item
-    outcome: GameOutcome[S] | SeedOutcome[S]
-    write: Write[S] | None  # None: nothing to write (a duplicate, a conflict, an unchanged seed row)
+    outcome: GameOutcome[S] | SeedOutcome[S] | CloseOutcome[S]
+    write: Write[S] | None  # None: nothing to write (a duplicate, a conflict, an unchanged seed row, nothing to close)
     forgotten: bool = False  # a Replayed game whose record had expired: kept from a second application
 
 
 def game_of(item: Item) -> GameFinished | None:
-    if isinstance(item, SeedItem):
+    if isinstance(item, (SeedItem, CloseItem)):
         return None
     return item.game if isinstance(item, Replayed) else item
 
@@ -74,6 +88,8 @@ Classified = tuple[Classification | None, tuple[str, ...]]
 def classify(engine: Engine[Any], item: Item) -> Classified:
     if isinstance(item, SeedItem):
         return None, (item.row.key,)
+    if isinstance(item, CloseItem):
+        return None, (item.key,)
     classification = engine.classify(item.game if isinstance(item, Replayed) else item)
     return classification, classification[1] or ()
 
@@ -83,14 +99,24 @@ def plan(
     items: Sequence[Item],
     snapshot: Snapshot[S],
     classified: Sequence[Classified] | None = None,
+    lookup: Callable[[str], S] | None = None,
 ) -> list[Planned[S]]:
     """The engine's calls over `snapshot`, item after item, each seeing what the earlier produced
-    (`classified`: each item's `classify`, if the caller computed it for the read already)."""
+    (`classified`: each item's `classify`, if the caller computed it for the read already;
+    `lookup`: the states of ratings outside the snapshot, for a per-period system's closes)."""
     if classified is None:
         classified = [classify(engine, item) for item in items]
     states: dict[str, S] = dict(snapshot.states)
     records: dict[str, bytes] = dict(snapshot.records)
     unseen = engine.rules.unseen
+    calendar = snapshot.calendar
+
+    def state_of(key: str) -> S:
+        """A rating's state as the batch has it so far, else as the caller's lookup reads it."""
+        if key in states:
+            return states[key]
+        return unseen if lookup is None else lookup(key)
+
     planned = []
     for item, (classification, ratings) in zip(items, classified, strict=True):
         reads = tuple([(r, states.get(r, unseen).seq) for r in ratings])
@@ -103,14 +129,20 @@ def plan(
                 seeded = engine.seed(item.row, current, item.force)
             updates: tuple[Update[S], ...] = () if seeded.update is None else (seeded.update,)
             write = Write("", b"", reads, updates) if updates else None
-            outcome: GameOutcome[S] | SeedOutcome[S] = seeded
+            outcome: GameOutcome[S] | SeedOutcome[S] | CloseOutcome[S] = seeded
+        elif type(item) is CloseItem:
+            closed = engine.close(item.period, item.key, states.get(item.key, unseen), state_of)
+            updates = () if closed.update is None else (closed.update,)
+            write = Write("", b"", reads, updates) if updates else None
+            outcome = closed
         else:
             game = item.game if type(item) is Replayed else item
             assert isinstance(game, GameFinished)
             known = records.get(game.game_id)
             if known is None and type(item) is Replayed:
                 known, forgotten = RESTORED, True
-            outcome = engine.apply(game, states, known, classification)  # it reads the states of `ratings` only
+            # It reads the states of `ratings` only (and, to close a player first, `state_of`).
+            outcome = engine.apply(game, states, known, classification, calendar, state_of)
             updates = outcome.updates
             recorded = outcome.verdict is Verdict.APPLIED or outcome.verdict is Verdict.SKIPPED
             write = Write(game.game_id, outcome.digest, reads, updates) if recorded else None
@@ -126,6 +158,7 @@ async def read_and_plan(
     engine: Engine[S],
     batch: Sequence[Item],
     read: Callable[[list[str], list[str]], Awaitable[Snapshot[S]]],
+    lookup: Callable[[str], S] | None = None,
 ) -> tuple[list[str], Snapshot[S], list[Planned[S]]]:
     """Read what `batch` needs (its ratings' states, their outboxes' lengths, its games' records)
     with `read` (a store's, or a retrying one), and plan it: the ratings read, the snapshot, the plans."""
@@ -133,17 +166,19 @@ async def read_and_plan(
     ratings = sorted({r for _, keys in classified for r in keys})
     game_ids = sorted({g.game_id for g in map(game_of, batch) if g is not None})
     snapshot = await read(ratings, game_ids)
-    return ratings, snapshot, plan(engine, batch, snapshot, classified)
+    return ratings, snapshot, plan(engine, batch, snapshot, classified, lookup)
 
 
-async def apply_in_order(engine: Engine[S], store: StateStore[S], items: Sequence[Item]) -> list[Planned[S]]:
+async def apply_in_order(
+    engine: Engine[S], store: StateStore[S], items: Sequence[Item], lookup: Callable[[str], S] | None = None
+) -> list[Planned[S]]:
     """Apply `items` through `store` in order, as one batch: read, plan, apply; items that did
     not apply (another writer changed a state first) are read and planned again, with every
-    later copy of their game. Returns each item's final plan, in order."""
+    later copy of their game. Returns each item's final plan, in order. (`lookup`: see `plan`.)"""
     final: list[Planned[S] | None] = [None] * len(items)
     pending = list(range(len(items)))
     while pending:
-        _, _, planned = await read_and_plan(engine, [items[i] for i in pending], store.read)
+        _, _, planned = await read_and_plan(engine, [items[i] for i in pending], store.read, lookup)
         applied, _ = await store.apply([p.write for p in planned if p.write is not None])
         if all(applied) and len(pending) == len(items):  # as it is with a single writer
             return planned

@@ -44,7 +44,6 @@ from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.hundredths import Points
 from worker.rules.instants import instant
 from worker.rules.system import RatingSystem, S
-from worker.rules.systems import RULES
 from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import KEY_PATTERN_CHARS, SYSTEM_NAMES, WorkerSettings
@@ -85,7 +84,7 @@ async def read_history(settings: WorkerSettings, start: dict[int, int] | None = 
     """Every valid game of the input topic from `start` (default: the beginning) to its end."""
     history = History(ends=dict(start or {}), recent_seconds=settings.idempotency_retention_seconds)
     since_ms = (int(time.time()) - history.recent_seconds) * 1000
-    rules = RULES[settings.system]
+    rules = settings.rules()
     async for batch in scan(settings, settings.topic_games, start):
         for record in batch:
             history.records += 1
@@ -181,7 +180,7 @@ async def rebuild(
         meta.update({f"p:{p}": end for p, end in ends.items()})
         await with_retry(lambda: redis.hset(f"{prefix}{REBUILD_META}", mapping=meta))
         live = await read_states(redis, settings.redis_key_prefix, sorted(store.states), codec)
-        rules = RULES[settings.system]
+        rules = settings.rules()
         report.differing = sum(1 for k, s in store.states.items() if k not in live or not same(rules, live[k], s))
         say(
             f"rebuild: {report.ratings} ratings written under {prefix!r}, {report.differing} differ from the live "
@@ -198,7 +197,7 @@ async def _read_by_id(settings: WorkerSettings, by_id: ExternalSort, report: Reb
     read up to."""
     ends: dict[int, int] = {}
     since_ms = (int(time.time()) - settings.idempotency_retention_seconds) * 1000
-    rules = RULES[settings.system]
+    rules = settings.rules()
     async for batch in scan(settings, settings.topic_games):
         for record in batch:
             report.records += 1
@@ -228,7 +227,7 @@ async def _first_copies(
     one of them that the switch-over reads is then a duplicate, as it is for the workers."""
     pending: list[tuple[str, bytes]] = []
     retention_ms = settings.idempotency_retention_seconds * 1000
-    rules = RULES[settings.system]
+    rules = settings.rules()
     for game_id, group in groupby(by_id.merged(), key=itemgetter(0)):
         copies = list(group)  # a game's copies: one, or a few
         _, seconds, fraction, _, _, value = copies[0]
@@ -249,7 +248,7 @@ async def _recompute_sorted(
     """The seeds, then the games in history order, in chunks; no game records are kept (each
     game comes once)."""
     # No event is published: the engine encodes none.
-    rules = RULES[settings.system]
+    rules = settings.rules()
     engine = Engine(rules, Points(settings.training_rating), encode_events=False)
     backend = MemoryBackend(rules.unseen, keep_outboxes=False)
     store = MemoryStore(backend)

@@ -39,7 +39,6 @@ from worker.operate.redis_ops import CHUNK, matching_keys, pipelined, unlink_all
 from worker.operate.topic_scan import scan
 from worker.operate.topics import COMPACTION_LAG_MS
 from worker.rules.system import Kind, S
-from worker.rules.systems import RULES
 from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
@@ -274,7 +273,7 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
         # Workers still running wait meanwhile (their scripts refuse): a restore's plain writes
         # and its clearing of the leases must not meet their applies and publications.
         await distrust(redis, prefix, "a restore is under way (or stopped before it ended): run it again")
-        rules = RULES[settings.system]
+        rules = settings.rules()
         contract, codec = contract_of(rules), CODECS[settings.system]
         changelog = await read_changelog(settings, contract, rules.paired_kinds, progress)
         report.records, report.ratings, report.games = changelog.records, len(changelog.latest), len(changelog.games)

@@ -33,13 +33,12 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from worker.engine.engine import Engine, SeedRow, SeedVerdict
+from worker.engine.engine import Engine, SeedOutcome, SeedRow, SeedVerdict
 from worker.engine.schedule import SeedItem
 from worker.operate.rebuild import REBUILD_META, apply_all, check_prefix, history_order, read_history, same
 from worker.operate.redis_ops import CHUNK, rating_keys, read_states, with_retry
 from worker.replay.memory_store import MemoryBackend
 from worker.rules.hundredths import Points
-from worker.rules.systems import RULES
 from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
 from worker.service.wiring import pipeline_for
@@ -80,7 +79,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
         ends = await _rebuild_ends(redis, prefix, settings.topic_games)
         await _wait_for_workers(redis, settings, ends, say)
         rebuilt_keys = await rating_keys(redis, prefix)
-        rules = RULES[settings.system]
+        rules = settings.rules()
         moved: set[str] = set()
         while report.rounds == 0 or moved:
             report.rounds += 1
@@ -175,7 +174,7 @@ async def _bring_forward(
         applied.update(await with_retry(records.lookup, redis, settings.redis_key_prefix, chunk))
         rebuilt_records.update(await with_retry(records.lookup, redis, prefix, chunk))
     games = [g for g in history.games if g.game_id in applied]
-    rules = RULES[settings.system]
+    rules = settings.rules()
     engine = Engine(rules, Points(settings.training_rating))
     touched = {k for g in games for k in engine.ratings_read(g) or ()}
     backend = MemoryBackend(rules.unseen, keep_outboxes=False)
@@ -198,7 +197,7 @@ async def _import(
             items = [SeedItem(row, True, expected[row.key]) for row in rows[start : start + CHUNK]]
             planned, _stats = await pipeline.run(items)
             for p in planned:
-                assert isinstance(p.item, SeedItem)
+                assert isinstance(p.item, SeedItem) and isinstance(p.outcome, SeedOutcome)
                 if p.outcome.verdict is SeedVerdict.IMPORTED:
                     report.switched += 1
                 elif p.outcome.verdict is SeedVerdict.MOVED:

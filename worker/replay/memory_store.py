@@ -11,6 +11,13 @@ Memory grows with the number of ratings and of distinct games only. A game is re
 16-byte digest of its id (a collision among 10^9 games has probability ~10^-21) mapped to its
 8-byte facts digest, packed as Python ints, which are smaller than bytes objects. The offline
 replay keeps no outboxes (`keep_outboxes=False`): it writes each game's events as it goes.
+
+For a per-period system it also holds what the service will keep beside the states: the
+calendar (what is closed, the snapshot's) and the index of the ratings with recorded games in
+each period (`index`, kept by `apply` from each written state's pending periods: a rating is
+added when it records a game of a period, and the period's set is dropped by whoever finishes
+its close; a rating closed meanwhile by its next game stays listed, and its close then finds
+nothing left to close).
 """
 
 import hashlib
@@ -41,10 +48,20 @@ def _packed(digest: bytes) -> int:
 class MemoryBackend(Generic[S]):
     """What the store holds: states, game records, outboxes, leases, watermarks."""
 
-    def __init__(self, unseen: S, clock: Callable[[], float] = time.monotonic, keep_outboxes: bool = True) -> None:
+    def __init__(
+        self,
+        unseen: S,
+        clock: Callable[[], float] = time.monotonic,
+        keep_outboxes: bool = True,
+        calendar: object = None,
+        pending: Callable[[S], Iterable[str]] | None = None,
+    ) -> None:
         self.unseen = unseen
         self.clock = clock
         self.keep_outboxes = keep_outboxes
+        self.calendar = calendar  # a per-period system's: what is closed
+        self.pending = pending  # a per-period system's: the periods a state has recorded games of
+        self.index: dict[str, set[str]] = {}  # period -> the ratings with recorded games of it
         self.states: dict[str, S] = {}
         self.games: dict[int, int] = {}
         self.outboxes: dict[str, list[bytes]] = {}
@@ -89,13 +106,13 @@ class MemoryStore(Generic[S]):
             recorded = games.get(game_key)
             if recorded is not None:
                 records[game_id] = _digest(recorded)
-        return Snapshot(states, unconfirmed, records)
+        return Snapshot(states, unconfirmed, records, b.calendar)
 
     async def apply(
         self, items: Sequence[Write[S]], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
     ) -> tuple[list[bool], Claimed]:
         b = self.backend
-        states, games, unseen, keep = b.states, b.games, b.unseen, b.keep_outboxes
+        states, games, unseen, keep, pending, index = b.states, b.games, b.unseen, b.keep_outboxes, b.pending, b.index
         keyed = self._keys
         tainted: set[str] = set()
         touched: dict[str, None] = {}  # in the order first touched
@@ -116,6 +133,12 @@ class MemoryStore(Generic[S]):
                 continue
             for w in item.writes:
                 states[w.key] = w.state
+                if pending is not None:
+                    for period in pending(w.state):
+                        if period in index:
+                            index[period].add(w.key)
+                        else:
+                            index[period] = {w.key}
                 if keep:
                     b.outboxes.setdefault(w.key, []).append(w.payload)
                     touched[w.key] = None

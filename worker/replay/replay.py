@@ -5,6 +5,12 @@ worker's batches (`worker.engine.schedule.apply_in_order`: read a snapshot, plan
 engine in order, apply by check-and-set) over the store in memory, and the chunk's events
 and dead letters are written in the order of its lines. Streams its input: memory grows with
 the ratings and the distinct games seen (see `MemoryBackend`), never with the file size.
+
+A per-period system's file also holds close lines (`{"control": "close", "period": P}`): the
+games before one are applied first; then each period the close marks (`Engine.marks`: fide
+every open month up to P with recorded games, oldest first) is marked in the store's calendar
+and every rating with recorded games of it is closed, in the byte order of their keys, before
+the next period is marked and before the lines after it.
 """
 
 import gc
@@ -15,10 +21,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TextIO
 
+from schemas.close_line import CloseLine
 from schemas.game_finished import GameFinished
-from worker.engine.decoder import BadInput, ErrorKind, decode_input
-from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict
-from worker.engine.schedule import SeedItem, apply_in_order
+from worker.engine.decoder import BadInput, ErrorKind, decode_line
+from worker.engine.engine import CloseOutcome, Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict
+from worker.engine.schedule import CloseItem, SeedItem, apply_in_order
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.replay.progress import Progress
 from worker.rules.system import S
@@ -45,6 +52,9 @@ class ReplayCounts:
     skipped: Counter[str] = field(default_factory=Counter)
     dead_letters: Counter[ErrorKind] = field(default_factory=Counter)
     events: int = 0
+    close_lines: int = 0  # a per-period system's
+    periods_closed: int = 0
+    close_events: int = 0
 
     def summary(self, store: MemoryBackend[Any], seconds: float) -> str:
         def listing(counter: Counter[str] | Counter[ErrorKind]) -> str:
@@ -60,6 +70,14 @@ class ReplayCounts:
                 f"{self.verdicts[Verdict.DUPLICATE]} duplicates, "
                 f"{self.verdicts[Verdict.CONFLICT]} conflicting duplicates (dead-lettered)",
                 f"rate: {sum(self.dead_letters.values())} dead-lettered ({listing(self.dead_letters)})",
+                *(
+                    [
+                        f"rate: {self.close_lines} close lines: {self.periods_closed} periods closed, "
+                        f"{self.close_events} close events"
+                    ]
+                    if store.pending is not None  # a per-period system's
+                    else []
+                ),
                 f"rate: {self.events} events written; {len(store.states)} ratings of {players} players",
                 f"rate: {seconds:.2f} s, {rate:,.0f} games/s",
             ]
@@ -98,7 +116,13 @@ async def replay(
 ) -> tuple[ReplayCounts, MemoryBackend[S]]:
     """Seed, then apply every line of `games` in order, writing events to `out` and bad lines to `dlq`.
     The lines are the games of the engine's system (`RatingSystem.game_model`)."""
-    backend: MemoryBackend[S] = MemoryBackend(engine.rules.unseen, keep_outboxes=False)
+    periods = engine.periods
+    backend: MemoryBackend[S] = MemoryBackend(
+        engine.rules.unseen,
+        keep_outboxes=False,
+        calendar=None if periods is None else periods.opening,
+        pending=None if periods is None else periods.pending,
+    )
     store = MemoryStore(backend)
     rules = engine.rules
     counts = ReplayCounts()
@@ -119,9 +143,16 @@ async def replay(
                 counts.blank += 1
                 continue
             try:
-                chunk.append((number, raw, decode_input(rules, raw, max_message_bytes)))  # a line has no timestamp
+                decoded = decode_line(rules, raw, max_message_bytes)  # a line has no record timestamp
             except BadInput as e:
                 chunk.append((number, raw, e))
+            else:
+                if isinstance(decoded, GameFinished):
+                    chunk.append((number, raw, decoded))
+                else:  # a close line: the games before it first
+                    await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
+                    chunk = []
+                    await close_periods(engine, backend, decoded, out, counts)
             if len(chunk) >= CHUNK_LINES:
                 await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
                 chunk = []
@@ -129,6 +160,33 @@ async def replay(
                     progress.update(games.tell() if games.seekable() else None, counts.games)
         await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
     return counts, backend
+
+
+async def close_periods(
+    engine: Engine[S], backend: MemoryBackend[S], line: CloseLine, out: BinaryIO, counts: ReplayCounts
+) -> None:
+    """A close line: each period it marks, in order, marked in the calendar, then every rating
+    with recorded games of it closed, in the byte order of their keys (contract v2, "Order of the
+    events"); a period is marked only once the one before it is closed."""
+    counts.close_lines += 1
+    store = MemoryStore(backend)
+    states, unseen = backend.states, backend.unseen
+
+    def lookup(key: str) -> S:
+        return states.get(key, unseen)
+
+    for period in engine.marks(backend.calendar, line.period, backend.index.keys()):
+        backend.calendar = engine.marked(backend.calendar, period)
+        counts.periods_closed += 1
+        keys = engine.close_order(backend.index.pop(period, ()))
+        for start in range(0, len(keys), CHUNK_LINES):
+            items = [CloseItem(period, key) for key in keys[start : start + CHUNK_LINES]]
+            for p in await apply_in_order(engine, store, items, lookup):
+                assert isinstance(p.outcome, CloseOutcome)
+                if p.outcome.update is not None:
+                    out.write(p.outcome.update.payload + b"\n")
+                    counts.close_events += 1
+                    counts.events += 1
 
 
 async def _apply_chunk(

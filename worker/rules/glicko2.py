@@ -25,7 +25,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
-from functools import lru_cache
 from typing import NamedTuple, NewType, cast
 
 from schemas.game_finished import GameFinished
@@ -33,8 +32,9 @@ from schemas.system_game import SystemGameFinished
 from schemas.types import ID_PATTERN
 from worker.rules.arena import arena_category
 from worker.rules.categories import Category
+from worker.rules.finished_at import cached_instant, refusal, units
 from worker.rules.hundredths import Hundredths, parse_fixed2
-from worker.rules.instants import DAY, days_from_civil, instant
+from worker.rules.instants import DAY
 from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 
 Nanos = NewType("Nanos", int)  # a volatility in units of 10^-9: 0.09 is 90_000_000
@@ -54,8 +54,6 @@ COLOUR_ADVANTAGE = 11.782457  # rating points: white + half of it, black - half,
 EPSILON = 0.000001
 MAX_ITERATIONS = 1000  # the iteration fails when its loop has run this many times (lichess)
 SCORES = {"1-0": (1.0, 0.0), "1/2-1/2": (0.5, 0.5), "0-1": (0.0, 1.0)}
-# The instants of the years 0000-9999 in UTC: the only ones a state may hold (G17).
-FIRST_INSTANT, END_INSTANT = days_from_civil(0, 1, 1) * DAY, days_from_civil(10000, 1, 1) * DAY
 
 
 class GlickoState(NamedTuple):
@@ -201,28 +199,18 @@ def rounded(value: float, decimals: int) -> int:
 _UNITS = {2: 100, 9: 10**9}
 
 
-@lru_cache(maxsize=1 << 16)
-def _instant(timestamp: str) -> tuple[int, str]:
-    return instant(timestamp)  # a player's last_rated_at is read again at each of his games
-
-
 def elapsed_days(since: str | None, until: str) -> float:
     """Days from `since` (a player's last_rated_at) to `until` (the game's finished_at), exactly
     from every digit, converted once to the nearest double; 0 when `since` is None or not earlier."""
     if since is None:
         return 0.0
-    (s0, f0), (s1, f1) = _instant(since), _instant(until)
+    (s0, f0), (s1, f1) = cached_instant(since), cached_instant(until)
     if (s1, f1) <= (s0, f0):
         return 0.0
     digits = max(len(f0), len(f1))  # both fractions in units of 10^-digits: integers, exactly
     scale: int = 10**digits
-    units = (s1 - s0) * scale + _units(f1, digits) - _units(f0, digits)
-    return units / (DAY * scale)  # int / int: the nearest double
-
-
-def _units(fraction: str, digits: int) -> int:
-    """A fraction's digits as an integer count of 10^-digits (digits >= its length)."""
-    return int(fraction.ljust(digits, "0")) if digits else 0
+    elapsed = (s1 - s0) * scale + units(f1, digits) - units(f0, digits)
+    return elapsed / (DAY * scale)  # int / int: the nearest double
 
 
 def rate(
@@ -246,7 +234,7 @@ def _pre_game(state: GlickoState, finished_at: str) -> Player:
 def _change(before: GlickoState, used: Player, new: Computed, finished_at: str) -> Change[GlickoState]:
     rating, deviation, volatility = limited(new.rating, new.deviation, new.volatility, before.rating / 100)
     last = before.last_rated_at
-    if last is None or _instant(finished_at) >= _instant(last):
+    if last is None or cached_instant(finished_at) >= cached_instant(last):
         last = finished_at  # an equal instant written differently: the new string (G15)
     after = GlickoState(
         Hundredths(rounded(rating, 2)),
@@ -261,26 +249,7 @@ def _change(before: GlickoState, used: Player, new: Computed, finished_at: str) 
     return Change(Kind.RATED_GAME, after, None, Hundredths(rounded(new.expected[0], 2)), detail)
 
 
-# --- the input's two checks of finished_at (section 5)
-
-
-def refusal(finished_at: str, record_ms: int | None, allowance_seconds: int) -> str | None:
-    """Why a game is bad input by its `finished_at`, or None: an instant outside the years
-    0000-9999 in UTC; later than the record's timestamp plus the allowance (none without one)."""
-    seconds, fraction = _instant(finished_at)
-    if not FIRST_INSTANT <= seconds < END_INSTANT:  # the fraction, in [0, 1), changes neither side
-        return f"finished_at: {finished_at} is an instant outside the years 0000-9999 in UTC"
-    if record_ms is None or record_ms < 0:
-        return None
-    # finished_at > (record_ms / 1000 + allowance), in integers: both sides x 1000 x 10^digits.
-    digits = len(fraction)
-    limit_ms = record_ms + allowance_seconds * 1000
-    if (seconds * 10**digits + _units(fraction, digits)) * 1000 > limit_ms * 10**digits:
-        return (
-            f"finished_at: {finished_at} is more than RATING_FUTURE_ALLOWANCE_SECONDS={allowance_seconds} after "
-            f"the record's timestamp ({record_ms} ms)"
-        )
-    return None
+# --- the input's two checks of finished_at (section 5): `worker.rules.finished_at.refusal`
 
 
 # --- seeding rows: player_id,category,rating,rated_games,deviation,volatility (contract v2)

@@ -27,6 +27,20 @@ def days_from_civil(year: int, month: int, day: int) -> int:
     return era * 146097 + day_of_era - 719468
 
 
+def civil_from_days(days: int) -> tuple[int, int, int]:
+    """The date (year, month, day) of the proleptic Gregorian calendar `days` after 1970-01-01 (the
+    inverse of `days_from_civil`, Hinnant's algorithm)."""
+    days += 719468
+    era = days // 146097
+    day_of_era = days - era * 146097
+    year_of_era = (day_of_era - day_of_era // 1460 + day_of_era // 36524 - day_of_era // 146096) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    mp = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    return year_of_era + era * 400 + (month <= 2), month, day
+
+
 def instant(timestamp: str) -> tuple[int, str]:
     """(whole seconds since the Unix epoch, fractional digits without trailing zeros)."""
     m = _STAMP.fullmatch(timestamp)

@@ -17,9 +17,10 @@ nothing of Kafka, Redis or the event encoding:
   of change always come in pairs (`paired_kinds`: a game that made one made the other player's
   too, which `restore` checks).
 
-The arena's rules (`worker.rules.arena`) and US Chess correspondence (`worker.rules.uscf_cc`)
-implement it. A per-period system (FIDE, Tornelo: one change per rating period from the sum of
-its games) needs a second entry point, added when such a system is built, not before.
+The arena's rules (`worker.rules.arena`), US Chess correspondence (`worker.rules.uscf_cc`) and
+Glicko-2 (`worker.rules.glicko2`) implement it. A per-period system (FIDE, Tornelo: one change
+per rating period from the sum of its games) implements the second entry point of
+`worker.rules.period_system` beside it.
 """
 
 from dataclasses import dataclass
@@ -59,6 +60,10 @@ class Kind(StrEnum):
     RATING_LOST = "rating_lost"
     GAME_CREDIT = "game_credit"  # uscf-cc: the rating unchanged, one game credit more
     FORFEIT_WIN = "forfeit_win"  # uscf-cc: a special forfeit's points for its winner
+    PERIOD_GAME = "period_game"  # fide, tornelo: a game recorded in its rating period, no rating changed
+    PERIOD_RATING = "period_rating"  # fide, tornelo: a period's change (tornelo: also a game rated at once)
+    PROVISIONAL_RATING = "provisional_rating"  # tornelo: a performance rating over fewer than 20 games
+    PERIOD_CLOSED = "period_closed"  # fide, tornelo: a period closed without changing the rating
     IMPORTED = "imported"
 
 

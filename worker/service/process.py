@@ -29,7 +29,6 @@ from typing import Any, TypeVar
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from worker import metrics
-from worker.rules.systems import RULES
 from worker.service import memory_trace
 from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
 from worker.service.health import Health, serve_http, watch_dependencies
@@ -124,7 +123,7 @@ async def serve(settings: WorkerSettings) -> int:
 
 
 async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Progress) -> int:
-    metrics.prepare(RULES[settings.system])
+    metrics.prepare(settings.rules())
     metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
     health = Health(stall_seconds=settings.stall_seconds)
     metrics.STALL_THRESHOLD.set(settings.stall_seconds)

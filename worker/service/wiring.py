@@ -12,7 +12,6 @@ from aiokafka import AIOKafkaProducer
 
 from worker.engine.engine import Engine
 from worker.rules.hundredths import Points
-from worker.rules.systems import RULES
 from worker.service.connections import close_quietly, kafka_options, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
@@ -62,7 +61,7 @@ async def pipeline_for(
             settings.redis_wait_replicas,
             settings.redis_wait_timeout_ms,
         )
-        engine = Engine(RULES[settings.system], Points(settings.training_rating))
+        engine = Engine(settings.rules(), Points(settings.training_rating))
         publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)
         yield Pipeline(engine, store, publisher), producer, store
     finally:

@@ -46,11 +46,13 @@ class StateCodec(Protocol[S]):
 @dataclass(frozen=True, slots=True)
 class Snapshot(Generic[S]):
     """What a batch read: states (the system's unseen state when absent), outbox lengths, game
-    records (facts digests)."""
+    records (facts digests), and, for a per-period system, its calendar (what is closed; None
+    for the others)."""
 
     states: dict[str, S]
     unconfirmed: dict[str, int]
     records: dict[str, bytes]
+    calendar: object = None
 
 
 class Effect(Protocol[S_co]):

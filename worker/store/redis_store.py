@@ -53,13 +53,15 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from worker import metrics
+from worker.rules.fide import FideState
 from worker.rules.glicko2 import GlickoState
 from worker.rules.state import RatingState
+from worker.rules.tornelo import TorneloState
 from worker.rules.uscf_cc import CcState
 from worker.store import keys, scripts
 from worker.store.protocol import Claimed, S, Snapshot, StateCodec, Watermark, Write
 from worker.store.records import pack, record_hash
-from worker.store.state_codec import CC_STATES, GLICKO2_STATES, RATING_STATES
+from worker.store.state_codec import CC_STATES, FIDE_STATES, GLICKO2_STATES, RATING_STATES, TORNELO_STATES
 
 log = logging.getLogger(__name__)
 
@@ -257,11 +259,27 @@ class Glicko2RedisStore(RedisStateStore[GlickoState]):
     codec = GLICKO2_STATES
 
 
+class FideRedisStore(RedisStateStore[FideState]):
+    """FIDE per month (`fide`) ratings in Redis: the states, as every system's. (The closed
+    months and the index of ratings to close in each come with the service's closes.)"""
+
+    codec = FIDE_STATES
+
+
+class TorneloRedisStore(RedisStateStore[TorneloState]):
+    """Tornelo per tournament (`tornelo`) ratings in Redis: the states, as every system's. (The
+    ended tournaments and the index of ratings to close come with the service's closes.)"""
+
+    codec = TORNELO_STATES
+
+
 # Each rating system's store, by RATING_SYSTEM (`worker.rules.systems`).
 STORES: dict[str, type[RedisStateStore[Any]]] = {
     "arena": RedisStore,
     "uscf-cc": CcRedisStore,
     "glicko2": Glicko2RedisStore,
+    "fide": FideRedisStore,
+    "tornelo": TorneloRedisStore,
 }
 
 

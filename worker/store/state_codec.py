@@ -1,7 +1,14 @@
 """A rating's state as stored in Redis: `seq|rating|rated_games|qualifying` (the arena),
 `seq|rating|credits` (US Chess correspondence, `uscf-cc`) and
 `seq|rating|deviation|volatility|rated_games|last_rated_at` (`glicko2`: the volatility in units
-of 10^-9, `last_rated_at` the timestamp verbatim or empty).
+of 10^-9, `last_rated_at` the timestamp verbatim or empty),
+`seq|rating|rated_games|reached_2400|birth_year|closed_period|rating_before_close|pending|initial`
+(`fide`: `reached_2400` 1 or 0; `pending` entries `period,games,points,expected,ratings,held` with
+`held` of `opponent=score` joined by `+`; `initial` entries `period,games,points,ratings`) and
+`seq|rating|rated_games|k_modifier|performance_sum|pending` (`tornelo`: entries
+`tournament,games,points,expected,performance_games,performance_points,performance_sum`).
+Numbers are integers in the rules' units (hundredths; tornelo's expected in millionths); an
+empty field is a null. Entries are joined by `;`.
 
 `rating` is hundredths or empty while unrated; `qualifying` is `game,opponent,rating,score`
 entries joined by ";". Ids never contain "|", "," or ";". The seq comes first so that the
@@ -10,9 +17,13 @@ check-and-set script reads the version with one pattern match.
 
 from typing import Any
 
+from worker.rules.fide import Entry as FideEntry
+from worker.rules.fide import FideState, Held, Pooled
 from worker.rules.glicko2 import GlickoState, Nanos
 from worker.rules.hundredths import Hundredths
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
+from worker.rules.tornelo import Entry as TorneloEntry
+from worker.rules.tornelo import Millionths, TorneloState
 from worker.rules.uscf_cc import CcState
 from worker.store.protocol import StateCodec
 
@@ -96,5 +107,127 @@ class Glicko2StateCodec:
 
 GLICKO2_STATES = Glicko2StateCodec()
 
+
+def _optional(value: int | str | None) -> str:
+    return "" if value is None else str(value)
+
+
+def _h(text: str) -> Hundredths | None:
+    return Hundredths(int(text)) if text else None
+
+
+def _fide_entry(e: FideEntry) -> str:
+    held = "+".join(f"{h.opponent_id}={h.score}" for h in e.held)
+    return f"{e.period},{e.games},{e.points},{e.expected},{e.ratings},{held}"
+
+
+def encode_fide_state(state: FideState) -> bytes:
+    pending = ";".join(map(_fide_entry, state.pending))
+    initial = ";".join(f"{e.period},{e.games},{e.points},{e.ratings}" for e in state.initial)
+    return (
+        f"{state.seq}|{_optional(state.rating)}|{state.rated_games}|{int(state.reached_2400)}|"
+        f"{_optional(state.birth_year)}|{_optional(state.closed_period)}|{_optional(state.rating_before_close)}|"
+        f"{pending}|{initial}"
+    ).encode()
+
+
+def _decode_fide_entry(text: str) -> FideEntry:
+    period, games, points, expected, ratings, held = text.split(",")
+    return FideEntry(
+        period,
+        int(games),
+        Hundredths(int(points)),
+        Hundredths(int(expected)),
+        Hundredths(int(ratings)),
+        tuple(Held(o, Hundredths(int(score))) for o, _, score in (h.partition("=") for h in held.split("+") if h)),
+    )
+
+
+def _decode_pooled(text: str) -> Pooled:
+    period, games, points, ratings = text.split(",")
+    return Pooled(period, int(games), Hundredths(int(points)), Hundredths(int(ratings)))
+
+
+def decode_fide_state(value: bytes | str) -> FideState:
+    text = value.decode() if isinstance(value, bytes) else value
+    seq, rating, games, reached, birth, closed, before, pending, initial = text.split("|")
+    return FideState(
+        _h(rating),
+        int(games),
+        int(seq),
+        reached == "1",
+        int(birth) if birth else None,
+        closed or None,
+        _h(before),
+        tuple(_decode_fide_entry(e) for e in pending.split(";") if e),
+        tuple(_decode_pooled(e) for e in initial.split(";") if e),
+    )
+
+
+class FideStateCodec:
+    """`fide`'s `FideState` as the store keeps it (`worker.store.protocol.StateCodec`)."""
+
+    unseen = FideState()
+    encode = staticmethod(encode_fide_state)
+    decode = staticmethod(decode_fide_state)
+
+
+FIDE_STATES = FideStateCodec()
+
+
+def encode_tornelo_state(state: TorneloState) -> bytes:
+    pending = ";".join(
+        f"{e.tournament_id},{e.games},{e.points},{e.expected},{e.performance_games},{e.performance_points},"
+        f"{e.performance_sum}"
+        for e in state.pending
+    )
+    return (
+        f"{state.seq}|{_optional(state.rating)}|{state.rated_games}|{state.k_modifier}|"
+        f"{_optional(state.performance_sum)}|{pending}"
+    ).encode()
+
+
+def _decode_tornelo_entry(text: str) -> TorneloEntry:
+    tournament, games, points, expected, performance_games, performance_points, performance_sum = text.split(",")
+    return TorneloEntry(
+        tournament,
+        int(games),
+        Hundredths(int(points)),
+        Millionths(int(expected)),
+        int(performance_games),
+        Hundredths(int(performance_points)),
+        int(performance_sum),
+    )
+
+
+def decode_tornelo_state(value: bytes | str) -> TorneloState:
+    text = value.decode() if isinstance(value, bytes) else value
+    seq, rating, games, modifier, total, pending = text.split("|")
+    return TorneloState(
+        _h(rating),
+        int(games),
+        int(seq),
+        Hundredths(int(modifier)),
+        int(total) if total else None,
+        tuple(_decode_tornelo_entry(e) for e in pending.split(";") if e),
+    )
+
+
+class TorneloStateCodec:
+    """`tornelo`'s `TorneloState` as the store keeps it (`worker.store.protocol.StateCodec`)."""
+
+    unseen = TorneloState()
+    encode = staticmethod(encode_tornelo_state)
+    decode = staticmethod(decode_tornelo_state)
+
+
+TORNELO_STATES = TorneloStateCodec()
+
 # Each rating system's codec, by RATING_SYSTEM (`worker.rules.systems`).
-CODECS: dict[str, StateCodec[Any]] = {"arena": RATING_STATES, "uscf-cc": CC_STATES, "glicko2": GLICKO2_STATES}
+CODECS: dict[str, StateCodec[Any]] = {
+    "arena": RATING_STATES,
+    "uscf-cc": CC_STATES,
+    "glicko2": GLICKO2_STATES,
+    "fide": FIDE_STATES,
+    "tornelo": TORNELO_STATES,
+}
