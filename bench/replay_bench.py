@@ -20,7 +20,10 @@ and `SYSTEM / arena` (the ratio of the two systems' median games/s), whose targe
 (absolute speeds differ severalfold between machines and sessions; the ratios measured in one
 run do not). Then the peak RSS of each system's `rate` (the highest of its runs), and, for the
 arena only, the memory the store keeps per rating, per player (three categories) and per
-distinct game (tracemalloc). Nothing is asserted.
+distinct game (tracemalloc). For each per-period system (`fide`, `tornelo`), the sizes of a
+player's state (as Redis keeps it) and of his latest event with 1 and with 1,000 games recorded
+in one period (counted at once: fide's month before is closed first): they must not grow with
+the games, only by the digits of the totals. Nothing is asserted.
 """
 
 import argparse
@@ -37,14 +40,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.game_finished import GameFinished
-from worker.embedded.simulation import SIMULATIONS
+from worker.embedded.simulations import SIMULATIONS
 from worker.engine.engine import Engine, SeedRow
 from worker.engine.schedule import SeedItem, apply_in_order
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
+from worker.rules.period_system import periodic
 from worker.rules.state import UNSEEN, RatingState
+from worker.rules.systems import RULES
+from worker.store.state_codec import CODECS
 
 # Runs a command and prints its peak RSS: the wrapper is small when it forks, so the child's
 # `ru_maxrss` is its own (Linux carries the forking process's high-water mark across exec: taken
@@ -139,6 +145,56 @@ def memory_per_item(n: int) -> tuple[float, float]:
     return per_rating, per_game
 
 
+# One period's games of two seeded players, per per-period system: the seeding rows, a close made
+# first (fide: the month before, so that the games are counted at once), and a game's extra fields.
+_PERIOD_SETUPS: dict[str, tuple[tuple[str, str], str | None, dict[str, object]]] = {
+    "fide": (("p,blitz,2000,40,,", "q,blitz,1900,40,,"), "2026-10", {}),
+    "tornelo": (("p,blitz,2000,40,", "q,blitz,1900,40,"), None, {"tournament_id": "t1"}),
+}
+
+
+def period_sizes(system: str, counts: tuple[int, ...] = (1, 1000)) -> list[tuple[int, int, int]]:
+    """(games, bytes of p's state in Redis, bytes of p's latest event) after each count of games of
+    p against q in one period (results in turn: win, draw, loss)."""
+    rules = RULES[system]
+    engine = Engine(rules, Points(1200))
+    assert engine.periods is not None
+    rows, close_first, extra = _PERIOD_SETUPS[system]
+    states = {}
+    for text in rows:
+        update = engine.seed(rules.parse_seed_row(text.split(",")), rules.unseen).update
+        assert update is not None
+        states[update.key] = update.state
+    calendar = engine.periods.opening
+    if close_first is not None:
+        calendar = engine.marked(calendar, close_first)
+    codec, model = CODECS[system], rules.game_model
+    sizes, played, payload = [], 0, b""
+    for count in counts:
+        while played < count:
+            played += 1
+            game = model.model_validate(
+                {
+                    "event_id": f"e{played}",
+                    "game_id": f"g{played}",
+                    "finished_at": "2026-11-10T12:00:00Z",
+                    "rated": True,
+                    "time_control": {"base_seconds": 180, "increment_seconds": 0},
+                    "white_id": "p",
+                    "black_id": "q",
+                    "result": ("1-0", "1/2-1/2", "0-1")[played % 3],
+                    "termination": "checkmate",
+                    **extra,
+                }
+            )
+            for update in engine.apply(game, states, None, calendar=calendar).updates:
+                states[update.key] = update.state
+                if update.key == "p/blitz":
+                    payload = update.payload
+        sizes.append((count, len(codec.encode(states["p/blitz"])), len(payload)))
+    return sizes
+
+
 def _grown(before: tracemalloc.Snapshot) -> int:
     after = tracemalloc.take_snapshot()
     return sum(stat.size_diff for stat in after.compare_to(before, "filename"))
@@ -216,6 +272,13 @@ def main() -> None:
         print(f"{system} / arena: {medians[system] / medians['arena']:.2f} (median games/s; target >= 0.6)")
     for system, m in measured.items():
         print(f"peak RSS of a child (rate's, {system}): {m.peak_mib:.0f} MiB")
+    for system in measured:
+        if periodic(RULES[system]):
+            shown = "; ".join(
+                f"{games:,} game{'s' if games > 1 else ''}: state {state} B, event {event} B"
+                for games, state, event in period_sizes(system)
+            )
+            print(f"{system}: a player with, in one period, {shown}")
     if "arena" in measured:
         per_rating, per_game = memory_per_item(200_000)
         print(

@@ -68,7 +68,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from redis.asyncio import Redis
 
-from worker.embedded.simulation import SIMULATIONS, ArenaSimulation
+from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.simulations import SIMULATIONS
 from worker.embedded.stack import (
     TANSU_FETCH_WAIT_MS,
     Broker,

@@ -473,7 +473,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from worker.embedded.simulation import SIMULATIONS  # noqa: PLC0415  # only this command needs it
+    from worker.embedded.simulations import SIMULATIONS  # noqa: PLC0415  # only this command needs it
 
     settings = _rules_settings(None)
     sim = SIMULATIONS[settings.system](args.players, seed=args.random_seed)

@@ -101,3 +101,49 @@ def test_another_systems_name_is_refused_at_start_with_one_line(
 def test_an_unknown_system_is_refused() -> None:
     done = run("config", RATING_SYSTEM="elo")
     assert done.returncode == 2 and done.stderr.startswith("rating-worker: error: setting RATING_SYSTEM: ")
+
+
+# Every command that touches Kafka or Redis, with the arguments it needs to get that far.
+SERVICE_COMMANDS = [
+    ("run",),
+    ("import", "seed.csv"),
+    ("restore",),
+    ("rebuild",),
+    ("switch-over",),
+    ("topics",),
+    ("check",),
+    ("replay-dead-letters",),
+    ("erase", "p1"),
+    ("records",),
+]
+
+
+@pytest.mark.parametrize("system", ["fide", "tornelo"])
+@pytest.mark.parametrize("command", SERVICE_COMMANDS, ids=lambda c: c[0])
+def test_a_per_period_system_is_refused_by_every_command_of_the_service(system: str, command: tuple[str, ...]) -> None:
+    """This release rates fide and tornelo offline only: a command that would touch Kafka or Redis
+    stops at start with one line (status 2), before any connection (the addresses lead nowhere:
+    a command that tried would fail with status 1 after its retries, not 2 at once)."""
+    done = run(*command, RATING_SYSTEM=system)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"rating-worker: error: setting RATING_SYSTEM={system}: this release rates {system} offline only "
+        f"(`rating-worker rate`); its service (closing periods in Kafka and Redis) comes in a later release\n"
+    )
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("system", ["fide", "tornelo"])
+def test_a_per_period_system_has_its_names_and_config_shows_them(system: str) -> None:
+    done = run("config", RATING_SYSTEM=system)
+    assert done.returncode == 0, done.stderr
+    values = shown(done)
+    assert values["RATING_TOPIC_RATINGS"] == f"arena.rating.changed.v2.{system}"
+    assert values["RATING_REDIS_KEY_PREFIX"] == f"rating-{system}:"
+    assert values["RATING_TOPIC_GAMES"] == "arena.game.finished.v1"
+
+
+def test_the_demo_runs_no_per_period_system() -> None:
+    done = run("demo", "--system", "fide", "--duration", "1")
+    assert done.returncode == 2
+    assert "argument --system: invalid choice: 'fide'" in done.stderr

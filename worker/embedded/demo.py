@@ -21,7 +21,8 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from worker.embedded.simulation import SIMULATIONS, ArenaSimulation
+from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.simulations import SIMULATIONS
 from worker.embedded.stack import TANSU_FETCH_WAIT_MS, Broker, RedisServer, create_topics, start_worker, worker_env
 from worker.operate.importer import import_ratings
 from worker.replay.seed_file import read_seed_file

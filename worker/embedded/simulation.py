@@ -11,11 +11,14 @@ are casual, in other time controls, forfeited or aborted.
 `CorrespondenceSimulation` makes the games of the correspondence topic (`uscf-cc`): days per
 move, forfeits of both kinds (`forfeit_kind` ordinary, absent or special), and newcomers who
 start unrated (only established players are seeded, with their game credits).
+
+The per-period systems' streams are `worker.embedded.period_simulation`'s; every system's
+generator, by name, is `worker.embedded.simulations.SIMULATIONS`.
 """
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -97,8 +100,7 @@ class ArenaSimulation:
         rng = self.rng
         self.count += 1
         self.clock += self._step()
-        white = rng.choice(self.players)
-        black = self._opponent(white)
+        white, black = self._pair()
         white.recent = [*white.recent[-4:], black.player_id]
         black.recent = [*black.recent[-4:], white.player_id]
         base, increment = self._time_control()
@@ -130,6 +132,11 @@ class ArenaSimulation:
             **extra,
         }
 
+    def _pair(self) -> tuple[Player, Player]:
+        """White and black of the next game: anyone, against a player of similar strength."""
+        white = self.rng.choice(self.players)
+        return white, self._opponent(white)
+
     def _step(self) -> timedelta:
         """The time between two games of the arena: a busy site's."""
         return timedelta(milliseconds=self.rng.randrange(50, 2000))
@@ -158,6 +165,11 @@ class ArenaSimulation:
                 yield self.rng.choice(previous)
             if self.rng.random() < bad_share:
                 yield self._bad_line(line)
+            yield from self._controls()
+
+    def _controls(self) -> Sequence[bytes]:
+        """Control lines due after the game just made: none in the arena's stream."""
+        return ()
 
     def _bad_line(self, good: bytes) -> bytes:
         kind = self.rng.randrange(5)
@@ -230,8 +242,6 @@ class Glicko2Simulation(ArenaSimulation):
         return f"{self.rng.uniform(50, 150):.2f}", f"{self.rng.uniform(0.05, 0.07):.6f}"
 
 
-SIMULATIONS: dict[str, type[ArenaSimulation]] = {
-    "arena": ArenaSimulation,
-    "uscf-cc": CorrespondenceSimulation,
-    "glicko2": Glicko2Simulation,
-}
+def timestamp(instant: datetime) -> str:
+    """A `finished_at` as the arena writes it: milliseconds, `Z`."""
+    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")

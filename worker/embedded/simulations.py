@@ -1,0 +1,13 @@
+"""Every rating system's traffic generator, by RATING_SYSTEM (`worker.rules.systems`): what `sample`,
+the demo, the benchmarks and the tests generate for a deployment of it."""
+
+from worker.embedded.period_simulation import FideSimulation, TorneloSimulation
+from worker.embedded.simulation import ArenaSimulation, CorrespondenceSimulation, Glicko2Simulation
+
+SIMULATIONS: dict[str, type[ArenaSimulation]] = {
+    "arena": ArenaSimulation,
+    "uscf-cc": CorrespondenceSimulation,
+    "glicko2": Glicko2Simulation,
+    "fide": FideSimulation,
+    "tornelo": TorneloSimulation,
+}
