@@ -13,7 +13,7 @@ from worker.engine.events import Published, RatingEvent, rating_key
 from worker.engine.events_v2 import fixed2, head, quoted
 from worker.rules.fide import Entry as FideEntry
 from worker.rules.fide import FideDetail, FideState, Held, Pooled
-from worker.rules.hundredths import Hundredths
+from worker.rules.hundredths import Hundredths, format_fixed2
 from worker.rules.system import Kind
 from worker.rules.tornelo import Entry as TorneloEntry
 from worker.rules.tornelo import Millionths, TorneloDetail, TorneloState
@@ -33,49 +33,57 @@ def fixed6(value: Millionths | None) -> str:
 
 
 def _fide_entry(e: FideEntry) -> str:
-    held = ",".join(f'{{"opponent_id":"{h.opponent_id}","score":{_SCORES[h.score]}}}' for h in e.held)
+    period, games, points, expected, ratings, held = e
+    shown = ",".join([f'{{"opponent_id":"{h[0]}","score":{_SCORES[h[1]]}}}' for h in held]) if held else ""
     return (
-        f'{{"period":"{e.period}","games":{e.games},"points":{fixed2(e.points)},"expected":{fixed2(e.expected)},'
-        f'"ratings":{fixed2(e.ratings)},"held":[{held}]}}'
+        f'{{"period":"{period}","games":{games},"points":{format_fixed2(points)},'
+        f'"expected":{format_fixed2(expected)},"ratings":{format_fixed2(ratings)},"held":[{shown}]}}'
     )
 
 
 def _pooled(e: Pooled) -> str:
-    return f'{{"period":"{e.period}","games":{e.games},"points":{fixed2(e.points)},"ratings":{fixed2(e.ratings)}}}'
+    period, games, points, ratings = e
+    return (
+        f'{{"period":"{period}","games":{games},"points":{format_fixed2(points)},"ratings":{format_fixed2(ratings)}}}'
+    )
 
 
 def encode_fide(event: RatingEvent[FideState]) -> bytes:
     """A `fide` event's value bytes."""
-    s = event.state
-    d = event.detail if isinstance(event.detail, FideDetail) else _NO_FIDE_DETAIL
+    rating, games, seq, reached, birth, closed, before, pending, initial = event.state
+    period, counted, points, expected, k = event.detail if type(event.detail) is FideDetail else _NO_FIDE_DETAIL
     return (
-        f'{head(event, "fide")},"state":{{"rating":{fixed2(s.rating)},"rated_games":{s.rated_games},"seq":{s.seq},'
-        f'"reached_2400":{"true" if s.reached_2400 else "false"},"birth_year":{_integer(s.birth_year)},'
-        f'"closed_period":{quoted(s.closed_period)},"rating_before_close":{fixed2(s.rating_before_close)},'
-        f'"pending":[{",".join(map(_fide_entry, s.pending))}],"initial":[{",".join(map(_pooled, s.initial))}]}},'
-        f'"finished_at":{quoted(event.finished_at)},"detail":{{"period":{quoted(d.period)},"games":{_integer(d.games)},'
-        f'"points":{fixed2(d.points)},"expected":{fixed2(d.expected)},"k_factor":{_integer(d.k_factor)}}}}}'
+        f'{head(event, "fide")},"state":{{"rating":{fixed2(rating)},"rated_games":{games},"seq":{seq},'
+        f'"reached_2400":{"true" if reached else "false"},"birth_year":{_integer(birth)},'
+        f'"closed_period":{quoted(closed)},"rating_before_close":{fixed2(before)},'
+        f'"pending":[{",".join([_fide_entry(e) for e in pending]) if pending else ""}],'
+        f'"initial":[{",".join([_pooled(e) for e in initial]) if initial else ""}]}},'
+        f'"finished_at":{quoted(event.finished_at)},"detail":{{"period":{quoted(period)},"games":{_integer(counted)},'
+        f'"points":{fixed2(points)},"expected":{fixed2(expected)},"k_factor":{_integer(k)}}}}}'
     ).encode()
 
 
 def _tornelo_entry(e: TorneloEntry) -> str:
+    tournament, games, points, expected, performance_games, performance_points, performance_sum = e
     return (
-        f'{{"tournament_id":"{e.tournament_id}","games":{e.games},"points":{fixed2(e.points)},'
-        f'"expected":{fixed6(e.expected)},"performance_games":{e.performance_games},'
-        f'"performance_points":{fixed2(e.performance_points)},"performance_sum":{e.performance_sum}}}'
+        f'{{"tournament_id":"{tournament}","games":{games},"points":{format_fixed2(points)},'
+        f'"expected":{fixed6(expected)},"performance_games":{performance_games},'
+        f'"performance_points":{format_fixed2(performance_points)},"performance_sum":{performance_sum}}}'
     )
 
 
 def encode_tornelo(event: RatingEvent[TorneloState]) -> bytes:
     """A `tornelo` event's value bytes."""
-    s = event.state
-    d = event.detail if isinstance(event.detail, TorneloDetail) else _NO_TORNELO_DETAIL
+    rating, games, seq, modifier, total, pending = event.state
+    detail = event.detail if type(event.detail) is TorneloDetail else _NO_TORNELO_DETAIL
+    tournament, counted, points, expected, k, k_modifier = detail
     return (
-        f'{head(event, "tornelo")},"state":{{"rating":{fixed2(s.rating)},"rated_games":{s.rated_games},"seq":{s.seq},'
-        f'"k_modifier":{fixed2(s.k_modifier)},"performance_sum":{_integer(s.performance_sum)},'
-        f'"pending":[{",".join(map(_tornelo_entry, s.pending))}]}},"finished_at":{quoted(event.finished_at)},'
-        f'"detail":{{"tournament_id":{quoted(d.tournament_id)},"games":{_integer(d.games)},"points":{fixed2(d.points)},'
-        f'"expected":{fixed6(d.expected)},"k_factor":{_integer(d.k_factor)},"k_modifier":{fixed2(d.k_modifier)}}}}}'
+        f'{head(event, "tornelo")},"state":{{"rating":{fixed2(rating)},"rated_games":{games},"seq":{seq},'
+        f'"k_modifier":{format_fixed2(modifier)},"performance_sum":{_integer(total)},'
+        f'"pending":[{",".join([_tornelo_entry(e) for e in pending]) if pending else ""}]}},'
+        f'"finished_at":{quoted(event.finished_at)},"detail":{{"tournament_id":{quoted(tournament)},'
+        f'"games":{_integer(counted)},"points":{fixed2(points)},"expected":{fixed6(expected)},'
+        f'"k_factor":{_integer(k)},"k_modifier":{fixed2(k_modifier)}}}}}'
     ).encode()
 
 

@@ -35,16 +35,27 @@ def quoted(value: str | None) -> str:
 
 def head(event: RatingEvent[Any], system: str) -> str:
     """The fields every v2 event has, from `event_id` to `seq` (`state` and `detail` follow)."""
-    before, after = event.rating_before, event.rating_after
-    delta = None if before is None or after is None else Hundredths(after - before)
-    source = "null" if event.source_event_id is None else str(encode_basestring(event.source_event_id))
+    # The hot path of every event: unpacked once (a named tuple's fields are properties), and each
+    # number formatted once (a recorded game's rating_before and rating_after are the same).
+    (event_id, game_id, source, player_id, opponent_id, category, kind, score, before, after) = event[:10]
+    if before is None:
+        rating_before = delta = "null"
+        rating_after = "null" if after is None else format_fixed2(after)
+    elif after is None:
+        rating_before, rating_after, delta = format_fixed2(before), "null", "null"
+    else:
+        rating_before = format_fixed2(before)
+        rating_after = rating_before if after == before else format_fixed2(after)
+        delta = format_fixed2(Hundredths(after - before))
+    game = "null" if game_id is None else '"' + game_id + '"'
+    opponent = "null" if opponent_id is None else '"' + opponent_id + '"'
     return (
-        f'{{"event_id":"{event.event_id}","system":"{system}","game_id":{quoted(event.game_id)},'
-        f'"source_event_id":{source},"player_id":"{event.player_id}","opponent_id":{quoted(event.opponent_id)},'
-        f'"category":"{event.category}","kind":"{event.kind}",'
-        f'"score":{"null" if event.score is None else _SCORES[event.score]},'
-        f'"rating_before":{fixed2(before)},"rating_after":{fixed2(after)},'
-        f'"display_before":{event.display_before},"display_after":{event.display_after},"delta":{fixed2(delta)},'
+        f'{{"event_id":"{event_id}","system":"{system}","game_id":{game},'
+        f'"source_event_id":{"null" if source is None else encode_basestring(source)},"player_id":"{player_id}",'
+        f'"opponent_id":{opponent},'
+        f'"category":"{category}","kind":"{kind}","score":{"null" if score is None else _SCORES[score]},'
+        f'"rating_before":{rating_before},"rating_after":{rating_after},'
+        f'"display_before":{event.display_before},"display_after":{event.display_after},"delta":{delta},'
         f'"seq":{event.state.seq}'
     )
 

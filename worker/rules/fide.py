@@ -145,20 +145,16 @@ def counted(entry: Entry, rating: Hundredths | None, opponent: Hundredths | None
     """`entry` with one game counted, given both list ratings (7.1 step 1, 7.2 step 2): against an
     opponent unrated on the list it counts for nobody; a rated player's game outside the
     600-point rule counts with its PD; an unrated player's counts towards his pool."""
+    # Built field by field (a named tuple's _replace costs several times more, on every game).
+    period, games, total, expected, ratings, held = entry
     if opponent is None:
         return entry
     if rating is None:
-        return entry._replace(
-            games=entry.games + 1, points=Hundredths(entry.points + score), ratings=Hundredths(entry.ratings + opponent)
-        )
+        return Entry(period, games + 1, Hundredths(total + score), expected, Hundredths(ratings + opponent), held)
     if not rated_pair(rating, opponent):
         return entry
-    return entry._replace(
-        games=entry.games + 1,
-        points=Hundredths(entry.points + score),
-        expected=Hundredths(entry.expected + pd(rating, opponent)),
-        ratings=Hundredths(entry.ratings + opponent),
-    )
+    expected = Hundredths(expected + pd(rating, opponent))
+    return Entry(period, games + 1, Hundredths(total + score), expected, Hundredths(ratings + opponent), held)
 
 
 def k_factor(state: FideState, rating: Hundredths, period: str, games: int) -> int:
@@ -220,12 +216,13 @@ def recorded(
 ) -> FideState:
     """One player's state with the game recorded: counted at once with both list ratings (the
     current ones), or held (F5)."""
-    entry = entry_of(state.pending, period)
+    rating, games, seq, reached, birth, closed, before, pending, initial = state
+    entry = entry_of(pending, period)
     if at_once:
-        entry = counted(entry, state.rating, opponent, score)
+        entry = counted(entry, rating, opponent, score)
     else:
-        entry = entry._replace(held=(*entry.held, Held(opponent_id, score)))
-    return state._replace(pending=with_entry(state.pending, entry))
+        entry = Entry(*entry[:5], (*entry.held, Held(opponent_id, score)))
+    return FideState(rating, games, seq, reached, birth, closed, before, with_entry(pending, entry), initial)
 
 
 def list_rating(state: FideState, period: str) -> Hundredths | None:
@@ -238,48 +235,45 @@ def list_rating(state: FideState, period: str) -> Hundredths | None:
 
 
 def close(period: str, category: str, state: FideState, lookup: Lookup[FideState]) -> Change[FideState]:
-    entry = entry_of(state.pending, period)
-    rating = state.rating  # its list rating for P: it is not closed for P yet
+    rating, games, seq, reached, birth, _, _, pending, initial = state  # rating: its list rating for P
+    entry = entry_of(pending, period)
     for held in entry.held:
         opponent = list_rating(lookup(f"{held.opponent_id}/{category}"), period)
         entry = counted(entry, rating, opponent, held.score)
-    closed = state._replace(
-        pending=tuple(e for e in state.pending if e.period != period),
-        closed_period=period,
-        rating_before_close=rating,
-    )
+    remaining = tuple(e for e in pending if e.period != period)
     if rating is None:
-        return _close_unrated(period, closed, entry)
+        return _close_unrated(period, state, remaining, entry)
     n = entry.games
     if n == 0:
+        closed = FideState(rating, games, seq, reached, birth, period, rating, remaining, initial)
         return Change(Kind.PERIOD_CLOSED, closed, detail=FideDetail(period, 0, Hundredths(0)))
     k = k_factor(state, rating, period, n)
     after = Hundredths(rating + change(k, entry.points, entry.expected) * ONE)
     detail = FideDetail(period, n, entry.points, entry.expected, k)
-    if after < LOWEST:  # F15: unrated from the next list, afresh
-        lost = closed._replace(rating=None, rated_games=0, reached_2400=False, initial=())
+    if after < LOWEST:  # F15: unrated from the next list, afresh (no pool, no games, K 40 again)
+        lost = FideState(None, 0, seq, False, birth, period, rating, remaining, ())
         return Change(Kind.RATING_LOST, lost, detail=detail)
-    rated = closed._replace(
-        rating=after, rated_games=state.rated_games + n, reached_2400=state.reached_2400 or points(after) >= TOP
-    )
+    rated = FideState(after, games + n, seq, reached or points(after) >= TOP, birth, period, rating, remaining, initial)
     return Change(Kind.PERIOD_RATING, rated, detail=detail)
 
 
-def _close_unrated(period: str, closed: FideState, entry: Entry) -> Change[FideState]:
+def _close_unrated(period: str, state: FideState, remaining: tuple[Entry, ...], entry: Entry) -> Change[FideState]:
     """7.2: the pool's window, the new results, the zero rule, a first rating from 5 games."""
     oldest = month_number(period) - (POOL_MONTHS - 1)
-    pool = tuple(e for e in closed.initial if month_number(e.period) >= oldest)
+    pool = tuple(e for e in state.initial if month_number(e.period) >= oldest)
     if entry.games and (pool or entry.points):  # a first event scoring zero is disregarded (F18)
         pool = (*pool, Pooled(period, entry.games, entry.points, entry.ratings))
     games = sum(e.games for e in pool)
     score = Hundredths(sum(e.points for e in pool))
     detail = FideDetail(period, games, score)
+    seq, birth = state.seq, state.birth_year
     if games >= FIRST_GAMES:
         ru = first_rating(pool)
         if ru * ONE >= LOWEST:
-            rated = closed._replace(rating=Hundredths(ru * ONE), rated_games=games, initial=(), reached_2400=False)
+            rated = FideState(Hundredths(ru * ONE), games, seq, False, birth, period, None, remaining, ())
             return Change(Kind.FIRST_RATING, rated, detail=detail)
-    return Change(Kind.PERIOD_CLOSED, closed._replace(initial=pool), detail=detail)
+    closed = FideState(None, state.rated_games, seq, state.reached_2400, birth, period, None, remaining, pool)
+    return Change(Kind.PERIOD_CLOSED, closed, detail=detail)
 
 
 # --- seeding rows: player_id,category,rating,rated_games,reached_2400,birth_year (contract v2)
@@ -385,7 +379,7 @@ class FideRules:
         )
 
     def pending(self, state: FideState) -> tuple[str, ...]:
-        return tuple(e.period for e in state.pending)
+        return tuple([e.period for e in state.pending])
 
     def closing(self, state: FideState, calendar: Calendar) -> tuple[str, ...]:
         if calendar is None:
@@ -410,7 +404,8 @@ class FideRules:
         return not state.pending
 
     def numbered(self, state: FideState, seq: int) -> FideState:
-        return state._replace(seq=seq)
+        rating, games, _, reached, birth, closed, before, pending, initial = state
+        return FideState(rating, games, seq, reached, birth, closed, before, pending, initial)
 
     def parse_seed_row(self, fields: list[str]) -> SeedRow:
         return parse_seed_row(fields)

@@ -27,6 +27,8 @@ def units(fraction: str, digits: int) -> int:
 def refusal(finished_at: str, record_ms: int | None, allowance_seconds: int) -> str | None:
     """Why a game is bad input by its `finished_at`, or None: an instant outside the years
     0000-9999 in UTC; later than the record's timestamp plus the allowance (none without one)."""
+    if record_ms is None and "0000" < finished_at[:4] < "9999":
+        return None  # an offset moves an instant by less than a day: only 0000 and 9999 can leave
     seconds, fraction = cached_instant(finished_at)
     if not FIRST_INSTANT <= seconds < END_INSTANT:  # the fraction, in [0, 1), changes neither side
         return f"finished_at: {finished_at} is an instant outside the years 0000-9999 in UTC"

@@ -106,10 +106,19 @@ Ended = Mapping[str, int]  # the calendar: each ended tournament and the order i
 # --- the arithmetic (sections 6 and 7)
 
 
-@lru_cache(maxsize=1 << 13)
+EXACT_WITHIN = 3000  # beyond a difference of 3000 points E rounds to 0 or 1 (section 6)
+
+
 def expected(difference: int) -> Millionths:
     """E of a player rated `difference` points below his opponent (R_opp - R), in millionths:
-    1 / (1 + 10^(difference/400)) in IEEE double, rounded to nearest (no ties occur, section 6)."""
+    1 / (1 + 10^(difference/400)) in IEEE double, rounded to nearest (no ties occur, section 6).
+    A difference beyond 3000 points gives what 3000 gives, 0 or 1 (10^(d/400) would overflow a
+    double from about 123,000 points: an established rating has no ceiling)."""
+    return _expected(max(-EXACT_WITHIN, min(EXACT_WITHIN, difference)))
+
+
+@lru_cache(maxsize=2 * EXACT_WITHIN + 1)  # every difference: E is read twice per recorded game
+def _expected(difference: int) -> Millionths:
     return Millionths(round(MILLION / (1 + 10 ** (difference / 400))))
 
 

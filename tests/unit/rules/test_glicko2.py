@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from worker.engine.engine import Engine, SeedVerdict
+from worker.rules.finished_at import refusal
 from worker.rules.glicko2 import (
     COLOUR_ADVANTAGE,
     GlickoRules,
@@ -24,7 +25,6 @@ from worker.rules.glicko2 import (
     pre_game,
     rate,
     rating_period,
-    refusal,
     rounded,
 )
 from worker.rules.hundredths import Hundredths, Points
