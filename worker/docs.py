@@ -139,9 +139,10 @@ def render_configuration(settings: type[WorkerSettings] = WorkerSettings) -> str
         for name, other in ONLY_WITH.items()
     ]
     left_out.append(
-        f"- {', '.join(f'`{variable(name)}`' for name in SYSTEM_OWNED)} are left out: each rating system's "
-        "component (`deploy/k8s/components/system-arena`, `system-uscf-cc`, `system-glicko2`) sets them, so that "
-        "no overlay inherits another system's names or parameters."
+        f"- {', '.join(f'`{variable(name)}`' for name in SYSTEM_OWNED)} are left out: they are a rating "
+        "system's, its names and its own parameters, set by that system's component "
+        "(`deploy/k8s/components/system-arena`, `system-uscf-cc`, `system-glicko2`; tornelo's parameters will be "
+        "its component's when the service runs it), so that no overlay inherits another system's."
     )
     return "\n".join(
         [

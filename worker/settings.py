@@ -158,8 +158,8 @@ class RulesSettings(BaseSettings):
             "per calendar month, contract v2) or `tornelo` (Tornelo, one change per tournament, contract v2). It "
             "sets the defaults of `RATING_TOPIC_GAMES`, `RATING_TOPIC_RATINGS`, `RATING_TOPIC_DEAD_LETTERS`, "
             "`RATING_KAFKA_GROUP_ID` and `RATING_REDIS_KEY_PREFIX`; no deployment may use another system's output "
-            "topic, dead-letter topic, group or key prefix. `fide` and `tornelo` run in `rate` only in this "
-            "release: every command that touches Kafka or Redis refuses them at start.",
+            "topic, dead-letter topic, group or key prefix. `fide` and `tornelo` run offline only in this "
+            "release (`rate`, `sample`, `config`): every command that touches Kafka or Redis refuses them at start.",
         ),
     ] = "arena"
 

@@ -1,7 +1,10 @@
 """Exact numbers: ratings, changes and probabilities as integer hundredths.
 
-1800.20 is held as 180020. Nothing in the rules or the engine ever uses a float. Two units,
-as types that `mypy --strict` keeps apart (at no cost at run time: they are ints):
+1800.20 is held as 180020. Nothing in the rules or the engine uses a float, with two exceptions
+kept inside their systems' rules and rounded exactly on the way out: Glicko-2's steps inside
+one game (`worker.rules.glicko2`) and Tornelo's expected score (`worker.rules.tornelo`, to
+millionths). Two units, as types that `mypy --strict` keeps apart (at no cost at run time: they
+are ints):
 - `Hundredths`: everything computed: ratings, changes, scores, probabilities (1.00 = 100);
 - `Points`: whole rating points: the displayed rating, the training rating, Table B's rating
   difference D and Table A's dp.
