@@ -412,11 +412,21 @@ class FideRules:
 
     def seeded(self, row: SeedRow, current: FideState) -> FideState:
         """The row's rating and history with an empty pool, `closed_period` and
-        `rating_before_close` kept (a close still reads them: section 6); a switch-over's row
-        carries the rebuilt state's own whole."""
+        `rating_before_close` kept (a close still reads them: section 6); a row equal to the state
+        in rating, games, `reached_2400` and `birth_year`, over an empty pool, gives the state
+        itself (skipped, even while it has games not yet closed); a switch-over's row carries the
+        rebuilt state's own whole."""
         if len(row.extra) > 2:
             return cast(FideState, row.extra[2])._replace(seq=current.seq)
         reached, birth = cast(tuple[bool, int | None], row.extra)
+        same = (row.rating, row.rated_games, reached, birth) == (
+            current.rating,
+            current.rated_games,
+            current.reached_2400,
+            current.birth_year,
+        )
+        if current.seq and same and not current.initial:
+            return current  # equal as the contract compares (its pending games aside): skipped
         return FideState(
             row.rating, row.rated_games, current.seq, reached, birth, current.closed_period, current.rating_before_close
         )

@@ -1,11 +1,14 @@
 """One contract for every store (`worker.store.protocol`): the Redis one and the one in memory,
-for every rating system's states: the arena's (`RatingState`) and US Chess correspondence's
-(`uscf-cc`, `CcState`).
+for every rating system's states: the arena's (`RatingState`), US Chess correspondence's
+(`uscf-cc`, `CcState`), and the per-period systems' FIDE (`fide`, `FideState`: a game recorded in
+its month, held before the month's list exists) and Tornelo (`tornelo`, `TorneloState`: a game
+recorded in its tournament).
 
-Each test runs against both stores for both systems, through the protocols only: check-and-set
+Each test runs against both stores for every system, through the protocols only: check-and-set
 over the seqs read, taint, idempotency records, watermarks, outboxes under leases, compare-and-pop
-acknowledgements, lease expiry. Its games, seeding rows and rating keys are the system's, and its
-writes are what the system's engine makes of them. Two stores on one backend play two worker
+acknowledgements, lease expiry. Its games, seeding rows and rating keys are the system's (the
+per-period systems' ratings are whole numbers: every rating seeded here is), and its writes are
+what the system's engine makes of them. Two stores on one backend play two worker
 processes. The memory backend's clock is the test's; Redis's leases expire in real time (short
 ones). (What is particular to one system's states, as uscf-cc's negative ratings, is its own
 file's: tests/integration/store/test_cc_states.py.)
@@ -22,17 +25,27 @@ from redis.asyncio import Redis
 
 from schemas.correspondence_game import CorrespondenceGameFinished
 from schemas.game_finished import GameFinished
+from schemas.system_game import SystemGameFinished
+from schemas.tornelo_game import TorneloGameFinished
 from tests.support.games import BLITZ, ENGINE, make_game
 from tests.support.processes import Processes
 from worker.engine.engine import RESTORED, Engine, SeedRow, Update, Verdict
 from worker.engine.events import rating_key
 from worker.replay.memory_store import MemoryBackend, MemoryStore
-from worker.rules.hundredths import Hundredths, Points
+from worker.rules.fide import FideRules, FideState
+from worker.rules.hundredths import ONE, Hundredths, Points
 from worker.rules.state import UNSEEN
 from worker.rules.system import S
+from worker.rules.tornelo import DEFAULT_MODIFIER, TorneloRules, TorneloState
 from worker.rules.uscf_cc import CATEGORY, CcRules, CcState
 from worker.store.protocol import StateWrite, Store, Watermark, Write
-from worker.store.redis_store import CcRedisStore, RedisStateStore, RedisStore
+from worker.store.redis_store import (
+    CcRedisStore,
+    FideRedisStore,
+    RedisStateStore,
+    RedisStore,
+    TorneloRedisStore,
+)
 
 PREFIX = "contract:"
 LEASE = 0.5  # seconds: short enough to wait out in real time against Redis
@@ -52,6 +65,17 @@ def make_cc_game(game_id: str, white: str, black: str, result: str = "1-0", rate
     )
 
 
+def make_fide_game(game_id: str, white: str, black: str, result: str = "1-0", rated: bool = True) -> GameFinished:
+    """The same game as `make_game`'s, as `fide` decodes it (November 2026: held, no month closed)."""
+    return SystemGameFinished.model_validate(make_game(game_id, white, black, result, rated).model_dump())
+
+
+def make_tornelo_game(game_id: str, white: str, black: str, result: str = "1-0", rated: bool = True) -> GameFinished:
+    """The same game as `make_game`'s, as `tornelo` decodes it, of the open tournament T1."""
+    game = make_game(game_id, white, black, result, rated).model_dump()
+    return TorneloGameFinished.model_validate({**game, "tournament_id": "T1"})
+
+
 @dataclass(frozen=True)
 class System(Generic[S]):
     """A rating system as the contract drives its stores: its engine, the state of a rating never
@@ -62,6 +86,8 @@ class System(Generic[S]):
     category: str
     game: MakeGame
     redis_store: type[RedisStateStore[S]]
+    seed_extra: tuple[object, ...] = ()  # the system's own fields of a seeding row (`SeedRow.extra`)
+    whole: bool = False  # its ratings are whole numbers (hundredths a multiple of 100)
 
     @property
     def name(self) -> str:
@@ -73,7 +99,8 @@ class System(Generic[S]):
 
     def seed_write(self, player: str, hundredths: int) -> tuple[Write[S], Update[S]]:
         """The write of an imported rating (40 rated games, or game credits) over a rating never seen."""
-        row = SeedRow(player, self.category, Hundredths(hundredths), 40)
+        assert not self.whole or hundredths % ONE == 0, f"{self.name} seeds whole ratings only: {hundredths}"
+        row = SeedRow(player, self.category, Hundredths(hundredths), 40, self.seed_extra)
         outcome = self.engine.seed(row, self.unseen, force=True)
         assert outcome.update is not None
         u = outcome.update
@@ -95,7 +122,21 @@ class System(Generic[S]):
 
 ARENA = System(ENGINE, UNSEEN, BLITZ, make_game, RedisStore)
 CC = System(Engine(CcRules(), Points(1200)), CcState(), CATEGORY, make_cc_game, CcRedisStore)
-SYSTEMS: dict[str, System[Any]] = {s.name: s for s in (ARENA, CC)}
+# fide's row: reached_2400 false (every rating seeded here is under 2400), no birth year; tornelo's:
+# the K modifier 1.00.
+FIDE = System(
+    Engine(FideRules(), Points(1200)), FideState(), BLITZ, make_fide_game, FideRedisStore, (False, None), whole=True
+)
+TORNELO = System(
+    Engine(TorneloRules(), Points(1200)),
+    TorneloState(),
+    BLITZ,
+    make_tornelo_game,
+    TorneloRedisStore,
+    (DEFAULT_MODIFIER,),
+    whole=True,
+)
+SYSTEMS: dict[str, System[Any]] = {s.name: s for s in (ARENA, CC, FIDE, TORNELO)}
 
 
 @dataclass

@@ -1,0 +1,772 @@
+"""Invariants of `fide` (FIDE's rating, one change per calendar month in UTC) through the one engine,
+for any stream of games, close lines and seeding rows (hypothesis), checked on the engine's output
+and on the states it keeps (fide-period.md sections 1-9 and example 16; events-v2.md "Output",
+"Order of the events", "state" and "Seeding rows").
+
+The streams: 5-8 players, games of every category and some unrated controls, rated or not,
+forfeits and aborted games, finished over six months at various UTC offsets (often near a month's
+edge, where the local date names another month); close lines of any month, in any order (months
+already closed and months with no games included), so that games are held, counted at once or
+late; seeding rows first and now and then an import, forced or not, between games.
+"""
+
+import io
+import json
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any, cast
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from schemas.rating_changed_periods import FideRatingChanged
+from schemas.rating_changed_v2 import RATING_CHANGED_V2
+from schemas.system_game import SystemGameFinished
+from tests.support.ratings import Ratings
+from worker.engine.engine import Engine, SeedVerdict, Update, Verdict
+from worker.engine.events_periods import read_fide
+from worker.replay.replay import replay as rate
+from worker.rules.fide import FideRules, FideState, parse_seed_row
+from worker.rules.hundredths import Points
+from worker.rules.system import SeedRow
+from worker.store.state_codec import FIDE_STATES
+
+PLAYERS = [f"p{i}" for i in range(8)]
+CATEGORIES = ["rapid", "blitz", "bullet"]
+KEYS = [f"{p}/{c}" for p in PLAYERS for c in CATEGORIES]
+# The arena's controls of each category (arena-rules.md), blitz the most often so that a player
+# meets enough rated opponents in one category for a first rating; and some it does not rate.
+RATED = {
+    (900, 0): "rapid",
+    (600, 10): "rapid",
+    (180, 0): "blitz",
+    (300, 3): "blitz",
+    (600, 0): "blitz",
+    (60, 0): "bullet",
+    (120, 0): "bullet",
+}
+UNRATED = [(240, 0), (30, 0), (86400, 0), (120, 1)]
+CONTROLS = [*RATED, *[(180, 0), (300, 3), (600, 0)] * 4, *UNRATED]
+TERMINATIONS = [*["checkmate", "resignation", "timeout"] * 3, "stalemate", "draw_agreement", "forfeit", "aborted"]
+RESULTS = ["1-0", "0-1", "1/2-1/2"]
+MONTHS = ["2026-06", "2026-07", "2026-08", "2026-09", "2026-10", "2026-11"]  # the games' months, UTC
+CLOSE_MONTHS = ["2026-04", "2026-05", *MONTHS, "2026-12", "2027-01"]  # with months that have no game
+OFFSETS = [0, 0, 60, -330, 345, 14 * 60, -12 * 60]  # minutes: Z, +01:00, -05:30, +05:45, +14:00, -12:00
+EDGE = 20 * 3600  # seconds: an instant this near a month's edge is often in another month locally
+
+
+def month_start(month: str) -> datetime:
+    return datetime(int(month[:4]), int(month[5:]), 1, tzinfo=UTC)
+
+
+def month_after(month: str) -> str:
+    year, number = int(month[:4]), int(month[5:])
+    return f"{year + number // 12:04d}-{number % 12 + 1:02d}"
+
+
+def stamp(instant: datetime, fraction: str, minutes: int, utc: str, leap: bool = False) -> str:
+    """A finished_at of `instant` (+ 0.fraction s), written at the offset (`utc`: how offset 0 is
+    written); `leap`: an instant at :59 written as the leap second :60, which counts as :59."""
+    local = instant.astimezone(timezone(timedelta(minutes=minutes)))
+    digits = f".{fraction}" if fraction else ""
+    zone = utc if minutes == 0 else f"{'+' if minutes >= 0 else '-'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    if leap:
+        assert local.second == 59
+        return f"{local:%Y-%m-%dT%H:%M}:60{digits}{zone}"
+    return f"{local:%Y-%m-%dT%H:%M:%S}{digits}{zone}"
+
+
+# The month in UTC of every finished_at made here, as it was made (from its instant, not its text).
+MONTH_OF: dict[str, str] = {}
+
+# The strategies every draw uses, made once (a strategy made anew at each draw is validated anew).
+PAIRS = {n: st.sampled_from([(w, b) for w in PLAYERS[:n] for b in PLAYERS[:n] if w != b]) for n in range(2, 9)}
+ANY_CONTROL = st.sampled_from(CONTROLS)
+COUNTED_CONTROLS = {
+    category: st.sampled_from([c for c, name in RATED.items() if category in (None, name)])
+    for category in (None, *CATEGORIES)
+}
+RESULT = st.sampled_from(RESULTS)
+ANY_TERMINATION = st.sampled_from(TERMINATIONS)
+PLAYED = st.sampled_from(TERMINATIONS[:3])
+TENTHS = st.integers(0, 9)
+WHERE = st.sampled_from(["start", "end", "anywhere", "leap"])
+NEAR_EDGE = st.integers(0, EDGE)
+SECONDS = {
+    m: st.integers(0, int((month_start(month_after(m)) - month_start(m)).total_seconds()) - 1) for m in CLOSE_MONTHS
+}
+FRACTION = st.sampled_from(["", "", "", "5", "123", "999999999"])
+OFFSET = st.sampled_from(OFFSETS)
+UTC_ZONE = st.sampled_from(["Z", "+00:00", "z", "-00:00"])
+BOOLEAN = st.booleans()
+
+
+@st.composite
+def finished_at(draw: st.DrawFn, month: str) -> str:
+    """An instant of `month` in UTC (often within EDGE of its start or end, sometimes its last
+    second written as a leap second), at some offset."""
+    start = month_start(month)
+    last = int((month_start(month_after(month)) - start).total_seconds()) - 1
+    where = draw(WHERE)
+    if where == "start":
+        seconds = draw(NEAR_EDGE)
+    elif where == "end":
+        seconds = last - draw(NEAR_EDGE)
+    else:
+        seconds = last if where == "leap" else draw(SECONDS[month])
+    instant = start + timedelta(seconds=seconds)
+    text = stamp(instant, draw(FRACTION), draw(OFFSET), draw(UTC_ZONE), where == "leap")
+    MONTH_OF[text] = month
+    return text
+
+
+@st.composite
+def game_value(
+    draw: st.DrawFn, i: int, players: int, month: str, counted: bool = False, category: str | None = None
+) -> dict[str, Any]:
+    """A game's message between two of the first `players`; `counted`: one the arena counts (rated,
+    played, of a rated control, of `category` if given)."""
+    white, black = draw(PAIRS[players])
+    base, increment = draw(COUNTED_CONTROLS[category] if counted else ANY_CONTROL)
+    return {
+        "event_id": f"e{i}",
+        "game_id": f"g{i}",
+        "finished_at": draw(finished_at(month)),
+        "rated": counted or draw(TENTHS) > 0,
+        "time_control": {"base_seconds": base, "increment_seconds": increment},
+        "white_id": white,
+        "black_id": black,
+        "result": draw(RESULT),
+        "termination": draw(PLAYED if counted else ANY_TERMINATION),
+    }
+
+
+SEED_RATING = st.one_of(
+    st.integers(1400, 2800),
+    st.integers(1400, 1460),
+    st.sampled_from([1400, 2299, 2300, 2399, 2400, 2600, 2601, 2700]),
+)
+SEED_GAMES = st.one_of(st.integers(0, 80), st.integers(28, 31))
+REACHED = {True: st.sampled_from(["true", ""]), False: st.sampled_from(["true", "false", "", ""])}
+BIRTH = st.sampled_from(["", "", "", "2008", "2010", "2007", "1990"])
+CATEGORY = st.sampled_from(["blitz", "blitz", "blitz", "rapid", "bullet"])  # as the games
+PLAYER = {n: st.sampled_from(PLAYERS[:n]) for n in range(2, 9)}
+
+
+@st.composite
+def seed_row(draw: st.DrawFn, players: int) -> SeedRow:
+    """A valid row of events-v2's fide syntax for one of the first `players`, parsed as the seeding
+    file parses it: ratings anywhere and next to the rules' edges (1400, 2300, 2400, 2600), games
+    next to 30, juniors and not."""
+    rating = draw(SEED_RATING)
+    fields = [draw(PLAYER[players]), draw(CATEGORY), str(rating), str(draw(SEED_GAMES))]
+    return parse_seed_row([*fields, draw(REACHED[rating >= 2400]), draw(BIRTH)])
+
+
+@dataclass(frozen=True)
+class Close:
+    """A close line: `{"control": "close", "period": period}`."""
+
+    period: str
+
+
+@dataclass(frozen=True)
+class Import:
+    """A seeding row imported between games, forced or not; `again`: for the test of imports, the
+    row is instead a rated rating's own values again (the `again`-th rated rating, cyclically)."""
+
+    row: SeedRow
+    force: bool
+    again: int | None = None
+
+
+Item = dict[str, Any] | Close | Import
+
+
+@dataclass(frozen=True)
+class Stream:
+    seeds: list[SeedRow]  # `rate --seed`: one per rating, before every line
+    items: list[Item]
+
+    @property
+    def closes(self) -> int:
+        return sum(isinstance(item, Close) for item in self.items)
+
+
+ROLL = st.integers(0, 19)
+MONTH_INDEX = st.integers(0, len(MONTHS) - 1)
+CLOSE_MONTH = st.sampled_from(CLOSE_MONTHS)
+PLAYER_COUNT = st.integers(5, 8)
+AGAIN = st.one_of(st.none(), st.integers(0, len(KEYS) - 1))
+
+
+@st.composite
+def streams(draw: st.DrawFn, imports: bool = True, most: int = 40) -> Stream:
+    """Seeding rows, then games and close lines. The stream moves through the months: most games
+    finish about its current month (some in the month before, late once that month is closed),
+    and most close lines close the month before it, the others any month."""
+    players = draw(PLAYER_COUNT)
+    seeds = draw(st.lists(seed_row(players), min_size=4, max_size=12, unique_by=lambda r: r.key))
+    now = 0  # the index in MONTHS of the stream's current month
+    items: list[Item] = []
+    for i in range(draw(st.integers(0, most))):
+        roll = draw(ROLL)
+        if roll == 0:
+            now = min(now + 1, len(MONTHS) - 1)
+        if roll < 3:
+            before = MONTHS[now - 1] if now > 0 else "2026-05"
+            items.append(Close(before if draw(BOOLEAN) else draw(CLOSE_MONTH)))
+        elif roll == 3 and imports:
+            items.append(Import(draw(seed_row(players)), draw(BOOLEAN), draw(AGAIN)))
+        else:
+            near = draw(TENTHS)
+            index = now + near % 3 - 1 if near < 7 else draw(MONTH_INDEX)
+            items.append(draw(game_value(i, players, MONTHS[min(max(index, 0), len(MONTHS) - 1)])))
+    return Stream(seeds, items)
+
+
+def parse(value: dict[str, Any]) -> SystemGameFinished:
+    return SystemGameFinished.model_validate_json(json.dumps(value))
+
+
+TRAINING = 1200  # RATING_TRAINING_RATING: the display of an unrated player
+
+
+def new_engine() -> Engine[FideState]:
+    return Engine(FideRules(), Points(TRAINING))
+
+
+def new_store() -> Ratings[FideState]:
+    return Ratings(new_engine())
+
+
+Updates = list[Update[FideState]]
+
+
+def seeded(stream: Stream) -> tuple[Updates, Ratings[FideState]]:
+    store = new_store()
+    updates = []
+    for row in stream.seeds:
+        update = store.seed(row).update
+        assert update is not None  # a rating never seen is always seeded
+        updates.append(update)
+    return updates, store
+
+
+def step(store: Ratings[FideState], item: Item, take: Callable[[str], bool] | None = None) -> Updates:
+    """One item: a close line closes whole (`take` None, as `rate`) or as the service may (only the
+    ratings `take` accepts at once); an import first finishes a close in progress (refused while
+    one is: fide-period.md section 10)."""
+    if isinstance(item, Close):
+        return store.close(item.period) if take is None else store.close_some(item.period, take)
+    if isinstance(item, Import):
+        finished = store.finish()
+        imported = store.seed(item.row, item.force).update
+        return finished if imported is None else [*finished, imported]
+    return list(store.apply(parse(item)).updates)
+
+
+def replay(stream: Stream, takes: Sequence[frozenset[str]] | None = None) -> tuple[Updates, Ratings[FideState]]:
+    """The stream through the harness: every close whole (`rate`'s close lines), or, with `takes`,
+    the k-th close taking at once only the ratings of `takes[k]`, the others closed by their next
+    game or at the end."""
+    updates, store = seeded(stream)
+    closes = 0
+    for item in stream.items:
+        take = None
+        if takes is not None and isinstance(item, Close):
+            take, closes = takes[closes].__contains__, closes + 1
+        updates += step(store, item, take)
+    updates += store.finish()
+    return updates, store
+
+
+def per_key(updates: Iterable[Update[FideState]]) -> dict[str, list[bytes]]:
+    found: dict[str, list[bytes]] = defaultdict(list)
+    for update in updates:
+        found[update.key].append(update.payload)
+    return dict(found)
+
+
+def event(payload: bytes) -> FideRatingChanged:
+    """The event, validated by the contract's one v2 schema (`system` selects fide's shape)."""
+    parsed = RATING_CHANGED_V2.validate_json(payload)
+    assert isinstance(parsed, FideRatingChanged)
+    return parsed
+
+
+def close_of(event_id: str) -> str | None:
+    """The month an event id `period/{P}/{player}/{category}` closes, or None for another origin."""
+    parts = event_id.split("/")
+    return parts[1] if parts[0] == "period" else None
+
+
+def display(rating: Decimal | None) -> int:
+    return TRAINING if rating is None else int(rating)
+
+
+def takes_for(stream: Stream) -> st.SearchStrategy[list[frozenset[str]]]:
+    """For each close line, the ratings the service's close takes at once."""
+    return st.lists(st.frozensets(st.sampled_from(KEYS)), min_size=stream.closes, max_size=stream.closes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams())
+def test_replaying_a_stream_twice_gives_identical_bytes_and_states(stream: Stream) -> None:
+    first, store = replay(stream)
+    second, again = replay(stream)
+    assert [u.payload for u in first] == [u.payload for u in second]
+    assert store.states == again.states
+    assert store.calendar == again.calendar
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams())
+def test_closing_a_month_again_right_after_publishes_nothing_and_changes_no_state(stream: Stream) -> None:
+    _, store = seeded(stream)
+    latest: str | None = None
+    for item in stream.items:
+        step(store, item)
+        if not isinstance(item, Close):
+            continue
+        latest = item.period if latest is None else max(latest, item.period)
+        states, calendar = dict(store.states), store.calendar
+        assert store.close(item.period) == []
+        # Nor does a close of any month already closed (fide-period.md example 15).
+        assert [store.close(m) for m in CLOSE_MONTHS if m <= latest] == [[] for m in CLOSE_MONTHS if m <= latest]
+        assert store.states == states
+        assert store.calendar == calendar
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams(), st.data())
+def test_a_close_that_takes_some_ratings_at_once_gives_each_rating_the_events_of_a_whole_close(
+    stream: Stream, data: st.DataObject
+) -> None:
+    """fide-period.md section 9: the others are closed by their next game (its close events
+    first), or when the close is finished; per key, the same events as `rate`'s close lines."""
+    whole, store = replay(stream)
+    takes = data.draw(takes_for(stream))
+    partly, other = replay(stream, takes)
+    assert per_key(partly) == per_key(whole)
+    assert other.states == store.states
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams(), st.data())
+def test_each_rating_changes_in_gapless_seq_from_its_previous_rating(stream: Stream, data: st.DataObject) -> None:
+    for takes in (None, data.draw(takes_for(stream))):
+        updates, store = replay(stream, takes)
+        previous: dict[str, FideRatingChanged] = {}
+        for update in updates:
+            e = event(update.payload)
+            last = previous.get(update.key)
+            assert e.seq == e.state.seq == (1 if last is None else last.seq + 1)
+            # Unrated is null; an import's rating_before is the previous rating too (events-v2).
+            assert e.rating_before == (None if last is None else last.rating_after)
+            assert e.rating_after == e.state.rating
+            # A whole rating is its own display; unrated, the training rating (events-v2 "Output").
+            assert (e.display_before, e.display_after) == (display(e.rating_before), display(e.rating_after))
+            previous[update.key] = e
+        assert {k: e.seq for k, e in previous.items()} == {k: s.seq for k, s in store.states.items()}
+
+
+def counted_category(value: dict[str, Any]) -> str | None:
+    """The category of a game the arena counts (rated, neither forfeited nor aborted, of a control
+    of its list: section 3), or None."""
+    if not value["rated"] or value["termination"] in ("forfeit", "aborted"):
+        return None
+    return RATED.get((value["time_control"]["base_seconds"], value["time_control"]["increment_seconds"]))
+
+
+class Closes:
+    """What the events say of the months, checked as they come: where each game is recorded (its
+    month in UTC, a late one the oldest open month: section 4), and that a rating is closed for a
+    month only once the month is closed, only if it has games of it, and once (7.3)."""
+
+    def __init__(self) -> None:
+        self.recorded: dict[str, set[str]] = defaultdict(set)  # per rating, its months not closed yet
+        self.latest: str | None = None  # the latest closed month, L
+
+    def closed(self, month: str) -> None:
+        self.latest = month if self.latest is None else max(self.latest, month)
+
+    def open_month(self, finished: str) -> str:
+        own = MONTH_OF[finished]
+        return own if self.latest is None or own > self.latest else month_after(self.latest)
+
+    def check(self, update: Update[FideState], item: Item) -> None:
+        e = event(update.payload)
+        month = close_of(e.event_id)
+        if e.kind == "period_game":
+            assert isinstance(item, dict)
+            assert e.detail.period == self.open_month(item["finished_at"])
+            self.recorded[update.key].add(e.detail.period)
+        elif month is not None:
+            assert self.latest is not None and month <= self.latest  # only a closed month closes
+            assert month in self.recorded[update.key]  # the rating had games of it; not closed yet
+            self.recorded[update.key].remove(month)
+            assert e.detail.period == e.state.closed_period == month
+            assert e.state.rating_before_close == e.rating_before
+            assert month not in [entry.period for entry in e.state.pending]
+
+    def check_game(self, value: dict[str, Any], made: Updates) -> None:
+        """A game (its first delivery) the arena does not count publishes nothing (section 3); a
+        counted one first closes its players for the closed months they hold (white's, then
+        black's), then publishes white's `period_game`, then black's (section 5)."""
+        category = counted_category(value)
+        if category is None:
+            assert made == []
+            return
+        white, black = f"{value['white_id']}/{category}", f"{value['black_id']}/{category}"
+        closes = [u.key for u in made if close_of(u.event.event_id) is not None]
+        assert [u.key for u in made] == [*closes, white, black]
+        assert closes == sorted(closes, key=lambda key: key != white)  # white's closes first
+
+    def none_left(self) -> bool:
+        """No rating holds games of a closed month."""
+        return all(self.latest is None or m > self.latest for ms in self.recorded.values() for m in ms)
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams(), st.data())
+def test_each_rating_with_games_of_a_closed_month_is_closed_for_it_exactly_once(
+    stream: Stream, data: st.DataObject
+) -> None:
+    """One close event for every rating with recorded games of a closed month, none for another,
+    `closed_period` set by each; a close line closes every open month up to its own, oldest first,
+    each in the byte order of its keys (events-v2 "Order of the events"). The same with a close
+    that takes some ratings at once, the others closed by their next game or at the end."""
+    for takes in (None, data.draw(takes_for(stream))):
+        _, store = seeded(stream)
+        closes = Closes()
+        count = 0
+        for item in stream.items:
+            take = None
+            if takes is not None and isinstance(item, Close):
+                take, count = takes[count].__contains__, count + 1
+            made = step(store, item, take)
+            if isinstance(item, Close):
+                closes.closed(item.period)
+            for update in made:
+                closes.check(update, item)
+            if isinstance(item, dict):
+                closes.check_game(item, made)
+            if isinstance(item, Close) and takes is None:
+                assert closes.none_left(), closes.recorded
+                order = [(close_of(u.event.event_id) or "", u.key.encode()) for u in made]
+                assert order == sorted(order)
+        for update in store.finish():  # the close left in progress, finished
+            closes.check(update, Close(""))
+        assert closes.none_left(), closes.recorded
+
+
+def month_games(draw: st.DrawFn, players: int, month: str, first: int, most: int) -> list[dict[str, Any]]:
+    return [
+        draw(game_value(first + i, players, month, counted=draw(BOOLEAN))) for i in range(draw(st.integers(1, most)))
+    ]
+
+
+@st.composite
+def a_month_after_history(draw: st.DrawFn) -> tuple[Stream, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Seeding rows and a history of games of September and October 2026 (September closed or
+    not), then November's games in two orders."""
+    players = draw(PLAYER_COUNT)
+    seeds = draw(st.lists(seed_row(players), max_size=8, unique_by=lambda r: r.key))
+    history: list[Item] = [*month_games(draw, players, "2026-09", 0, 15)]
+    if draw(st.booleans()):
+        history.append(Close("2026-09"))
+    history += month_games(draw, players, "2026-10", 100, 15)
+    november = month_games(draw, players, "2026-11", 200, 25)
+    return Stream(seeds, history), november, draw(st.permutations(november))
+
+
+def close_events(updates: Updates, month: str) -> list[bytes]:
+    return [u.payload for u in updates if close_of(u.event.event_id) == month]
+
+
+@settings(max_examples=60, deadline=None)
+@given(a_month_after_history())
+def test_permuting_a_months_games_or_closing_the_month_before_them_first_changes_no_close_event(
+    case: tuple[Stream, list[dict[str, Any]], list[dict[str, Any]]],
+) -> None:
+    """Example 16: November's close is the same byte for byte, whatever the order of November's
+    games, and whether they are held (October open: counted at November's close) or counted at
+    once (October closed before them)."""
+    history, november, permuted = case
+    held, _ = replay(Stream(history.seeds, [*history.items, *november, Close("2026-11")]))
+    held_permuted, _ = replay(Stream(history.seeds, [*history.items, *permuted, Close("2026-11")]))
+    at_once, _ = replay(Stream(history.seeds, [*history.items, Close("2026-10"), *permuted, Close("2026-11")]))
+    expected = close_events(held, "2026-11")
+    assert close_events(held_permuted, "2026-11") == expected
+    assert close_events(at_once, "2026-11") == expected
+
+
+DIGITS = re.compile(r"-?[0-9]+")
+
+
+def shape(encoded: bytes) -> str:
+    """The encoding with every number written as `#`."""
+    return DIGITS.sub("#", encoded.decode())
+
+
+def november_games(rng: random.Random, n: int) -> list[SystemGameFinished]:
+    """n blitz games of November 2026 between p0 and p1-p4, colours and results at random."""
+    games = []
+    for i in range(n):
+        opponent = rng.choice(PLAYERS[1:5])
+        white, black = ("p0", opponent) if rng.random() < 0.5 else (opponent, "p0")
+        value = {
+            "event_id": f"e{i}",
+            "game_id": f"g{i}",
+            "finished_at": f"2026-11-{1 + i % 30:02d}T12:00:00Z",
+            "rated": True,
+            "time_control": {"base_seconds": 180, "increment_seconds": 0},
+            "white_id": white,
+            "black_id": black,
+            "result": rng.choice(RESULTS),
+            "termination": "checkmate",
+        }
+        games.append(parse(value))
+    return games
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(seed_row(5), max_size=8, unique_by=lambda r: r.key), st.integers(0, 2**32))
+def test_a_state_does_not_grow_with_the_games_counted_at_once(seeds: list[SeedRow], games_seed: int) -> None:
+    """p0's blitz state and the event of his last game, after that game alone and after 1,000 games
+    of November counted at once (October closed first), differ only in the digits of the totals
+    (section 5; events-v2 "state")."""
+    games = november_games(random.Random(games_seed), 1000)  # hypothesis's own draws would be thousands
+    encoded: list[tuple[bytes, bytes]] = []
+    for played in (games[-1:], games):
+        store = new_store()
+        for row in seeds:
+            store.seed(row)
+        store.close("2026-10")
+        updates = [u for game in played for u in store.apply(game).updates if u.key == "p0/blitz"]
+        state = store.state("p0/blitz")
+        assert [(e.period, e.held) for e in state.pending] == [("2026-11", ())]
+        encoded.append((FIDE_STATES.encode(state), updates[-1].payload))
+    (state_1, event_1), (state_1000, event_1000) = encoded
+    assert shape(state_1000) == shape(state_1)
+    assert shape(event_1000) == shape(event_1)
+    # 1,000 games take at most 3 more digits in the seq and in games, 5 in points and in expected
+    # (hundredths), 9 in ratings (a sum of 1,000 ratings in hundredths), nothing else.
+    assert len(state_1000) - len(state_1) <= 3 + 3 + 5 + 5 + 9
+
+
+@st.composite
+def two_k20_players(draw: st.DrawFn) -> Stream:
+    """p0 and p1, each with 30 or more rated games, under 2400, 2400 never reached, no birth year;
+    they play only each other (counted games of one category) over the months, with close lines."""
+    seeds = [
+        parse_seed_row(
+            [
+                p,
+                "blitz",
+                str(draw(st.integers(1500, 2350))),
+                str(draw(st.integers(30, 200))),
+                draw(st.sampled_from(["", "false"])),
+                "",
+            ]
+        )
+        for p in PLAYERS[:2]
+    ]
+    items: list[Item] = []
+    now = 0
+    for i in range(draw(st.integers(1, 80))):
+        roll = draw(st.integers(0, 9))
+        if roll == 0:
+            now = min(now + 1, len(MONTHS) - 1)
+        if roll == 1:
+            items.append(Close(draw(st.sampled_from(MONTHS))))
+        else:
+            month = MONTHS[min(now + draw(st.integers(0, 1)), len(MONTHS) - 1)]
+            items.append(draw(game_value(i, 2, month, counted=True, category="blitz")))
+    return Stream(seeds, [*items, Close("2026-11")])
+
+
+def is_k20(state: FideState) -> bool:
+    """K 20 by the rules of 7.1 step 4 before the 700 rule: 30 games or more, 2400 never reached,
+    no birth year (so never a junior)."""
+    return state.rating is not None and state.rated_games >= 30 and not state.reached_2400 and state.birth_year is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(two_k20_players())
+def test_two_k20_players_who_only_play_each_other_change_by_exactly_opposite_amounts(stream: Stream) -> None:
+    _, store = seeded(stream)
+    for item in stream.items:
+        before = dict(store.states)
+        updates = step(store, item)
+        if not isinstance(item, Close):
+            continue
+        closes: dict[str, dict[str, tuple[FideState, FideRatingChanged]]] = defaultdict(dict)
+        for update in updates:
+            e = event(update.payload)
+            closes[e.detail.period or ""][e.player_id] = (before[update.key], e)
+            before[update.key] = update.state
+        for month, pair in closes.items():
+            assert pair.keys() == {"p0", "p1"}, month  # one's games of a month are the other's
+            (state_a, a), (state_b, b) = pair["p0"], pair["p1"]
+            if not (is_k20(state_a) and is_k20(state_b)) or "rating_lost" in (a.kind, b.kind):
+                continue
+            assert a.kind == b.kind == "period_rating"
+            assert a.detail.games == b.detail.games
+            assert a.detail.games is not None and a.detail.k_factor == min(20, 700 // a.detail.games)
+            assert a.delta is not None and b.delta is not None and a.delta == -b.delta
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams(), st.data())
+def test_every_event_is_valid_and_its_state_is_what_a_restore_and_redis_keep(
+    stream: Stream, data: st.DataObject
+) -> None:
+    updates, _ = replay(stream, data.draw(takes_for(stream)))
+    for update in updates:
+        e = event(update.payload)  # valid: each kind's null fields, origin, state and detail
+        assert f"{e.player_id}/{e.category}" == update.key
+        published = read_fide(update.payload)
+        assert published.key == update.key
+        assert published.state == update.state
+        assert FIDE_STATES.decode(FIDE_STATES.encode(update.state)) == update.state
+
+
+def own_row(key: str, state: FideState) -> SeedRow:
+    """The row of a rated state's own rating and history, in the contract's syntax."""
+    player, category = key.split("/")
+    assert state.rating is not None
+    reached = "true" if state.reached_2400 else "false"
+    birth = "" if state.birth_year is None else str(state.birth_year)
+    return parse_seed_row([player, category, str(state.rating // 100), str(state.rated_games), reached, birth])
+
+
+# p0 2000 and p1 1900 in blitz (40 games each); p0 beats p1 in November 2026, a game recorded (p0's
+# `pending` holds it); then p0's own row again, not forced: equal to his state in rating,
+# rated_games, reached_2400 and birth_year, his pool empty, so skipped.
+AGAIN_WITH_GAMES_PENDING = Stream(
+    [parse_seed_row(["p0", "blitz", "2000", "40", "", ""]), parse_seed_row(["p1", "blitz", "1900", "40", "", ""])],
+    [
+        {
+            "event_id": "e1",
+            "game_id": "g1",
+            "finished_at": "2026-11-10T12:00:00Z",
+            "rated": True,
+            "time_control": {"base_seconds": 180, "increment_seconds": 0},
+            "white_id": "p0",
+            "black_id": "p1",
+            "result": "1-0",
+            "termination": "checkmate",
+        },
+        Import(parse_seed_row(["p0", "blitz", "2000", "40", "", ""]), force=False),
+    ],
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams())
+@example(AGAIN_WITH_GAMES_PENDING)
+def test_an_import_between_games_is_applied_skipped_or_refused_as_the_contract_says(stream: Stream) -> None:
+    """events-v2 "Seeding rows" and fide-period.md section 10 (F23): a row over a rating never seen
+    is imported; one equal to the rating's state, compared in rating, rated_games, reached_2400 and
+    birth_year with an empty pool, is skipped; otherwise a rating with state is refused unless
+    forced, and one with games not yet closed (`pending`) even forced. The imported state has the
+    row's values, an empty pool, and the rating's own `closed_period` and `rating_before_close`.
+    Some imports here are of a rated rating's own values again (`Import.again`); the explicit
+    example is such an import over a rating with games pending."""
+    _, store = seeded(stream)
+    for item in stream.items:
+        if not isinstance(item, Import):
+            step(store, item)
+            continue
+        rated = sorted(key for key, state in store.states.items() if state.rating is not None)
+        row = item.row
+        if item.again is not None and rated:  # a rated rating's own values again
+            key = rated[item.again % len(rated)]
+            row = own_row(key, store.state(key))
+        current = store.state(row.key)
+        outcome = store.seed(row, item.force)
+        reached, birth = cast(tuple[bool, int | None], row.extra)
+        same = (row.rating, row.rated_games, reached, birth) == (
+            current.rating,
+            current.rated_games,
+            current.reached_2400,
+            current.birth_year,
+        )
+        if current.seq == 0:
+            expected = SeedVerdict.IMPORTED
+        elif same and not current.initial:
+            expected = SeedVerdict.UNCHANGED
+        elif not item.force or current.pending:
+            expected = SeedVerdict.REFUSED
+        else:
+            expected = SeedVerdict.IMPORTED
+        assert outcome.verdict is expected, (row, current)
+        if outcome.update is not None:
+            assert outcome.update.state == FideState(
+                row.rating,
+                row.rated_games,
+                current.seq + 1,
+                reached,
+                birth,
+                current.closed_period,
+                current.rating_before_close,
+            )
+
+
+def redeliveries(value: dict[str, Any]) -> list[dict[str, Any]]:
+    """The same game again, differing at most in what is not a fact (v1's facts only: fide has
+    none of its own): the event id, an unknown field, the finished_at (even in another month)."""
+    return [
+        dict(value),
+        {**value, "event_id": "again", "unknown": 1},
+        {**value, "finished_at": "2027-06-01T00:00:00Z"},
+        {**value, "finished_at": "2026-01-15T08:00:00+05:00"},
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams(), st.data())
+def test_a_duplicate_changes_nothing_and_publishes_nothing(stream: Stream, data: st.DataObject) -> None:
+    games = [i for i, item in enumerate(stream.items) if isinstance(item, dict)]
+    if not games:
+        return
+    original, store = replay(stream)
+    states, records, calendar = dict(store.states), dict(store.games), store.calendar
+    index = data.draw(st.sampled_from(games))
+    value = stream.items[index]
+    assert isinstance(value, dict)
+    again = data.draw(st.sampled_from(redeliveries(value)))
+    outcome = store.apply(parse(again))
+    assert outcome.verdict is Verdict.DUPLICATE
+    assert outcome.updates == ()
+    assert (store.states, store.games, store.calendar) == (states, records, calendar)
+    # And inside the stream, anywhere after the original: the same output as without it.
+    at = data.draw(st.integers(index + 1, len(stream.items)))
+    items = [*stream.items[:at], again, *stream.items[at:]]
+    with_redelivery, _ = replay(Stream(stream.seeds, items))
+    assert [u.payload for u in with_redelivery] == [u.payload for u in original]
+
+
+def line(item: Item) -> bytes:
+    return json.dumps({"control": "close", "period": item.period} if isinstance(item, Close) else item).encode()
+
+
+@settings(max_examples=60, deadline=None)
+@given(streams(imports=False))
+async def test_rate_writes_the_events_of_the_engine_with_whole_closes(stream: Stream) -> None:
+    """`rating-worker rate` on the stream as a file (its close lines included) writes, byte for
+    byte, what the engine gives with every close line closed whole."""
+    out, dlq = io.BytesIO(), io.StringIO()
+    games = io.BytesIO(b"".join(line(item) + b"\n" for item in stream.items))
+    counts, _ = await rate(new_engine(), stream.seeds, games, out, dlq, 1_000_000)
+    expected, _ = replay(stream)
+    assert out.getvalue() == b"".join(u.payload + b"\n" for u in expected)
+    assert dlq.getvalue() == ""
+    assert counts.close_lines == stream.closes

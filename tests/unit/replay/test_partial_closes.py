@@ -1,0 +1,120 @@
+"""A close that takes some ratings at once and leaves the others to be closed by their next game,
+over the store in memory (`MemoryBackend`, `MemoryStore`) and the schedule (`apply_in_order`,
+`CloseItem`), as the service will run closes: each rating gets the same events as `rate`, whose
+close lines close whole (fide-period.md section 9 and example 16; tornelo.md section 9 and example
+20; events-v2 "Order of the events").
+
+The games go through the store in batches of several (as the worker's batches), so a game whose
+player is closed first by it reads, for fide's held games, its opponents' list ratings through the
+schedule's lookup of the ratings outside the batch. The streams are the property tests' of each
+system (tests/unit/engine/test_{fide,tornelo}_stream_properties.py)."""
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schemas.game_finished import GameFinished
+from tests.unit.engine import test_fide_stream_properties as fide
+from tests.unit.engine import test_tornelo_stream_properties as tornelo
+from worker.engine.engine import CloseOutcome, Engine, GameOutcome, SeedOutcome
+from worker.engine.schedule import CloseItem, Item, SeedItem, apply_in_order
+from worker.replay.memory_store import MemoryBackend, MemoryStore
+
+BATCH = 4  # games applied together, as one batch of the worker
+
+
+class Service:
+    """The store in memory, driven as the service will: closes marked period by period, the last
+    one taking only some ratings at once; a close in progress finished before the next mark and
+    before an import."""
+
+    def __init__(self, engine: Engine[Any]) -> None:
+        periods = engine.periods
+        assert periods is not None
+        self.engine = engine
+        self.backend: MemoryBackend[Any] = MemoryBackend(
+            engine.rules.unseen, keep_outboxes=False, calendar=periods.opening, pending=periods.pending
+        )
+        self.store = MemoryStore(self.backend)
+        self.in_progress: str | None = None
+        self.payloads: dict[str, list[bytes]] = defaultdict(list)
+
+    def lookup(self, key: str) -> Any:
+        return self.backend.states.get(key, self.backend.unseen)
+
+    async def apply(self, items: Sequence[Item]) -> None:
+        for p in await apply_in_order(self.engine, self.store, items, self.lookup):
+            outcome = p.outcome
+            if isinstance(outcome, GameOutcome):
+                updates = list(outcome.updates)
+            elif isinstance(outcome, (SeedOutcome, CloseOutcome)):
+                updates = [] if outcome.update is None else [outcome.update]
+            for update in updates:
+                self.payloads[update.key].append(update.payload)
+
+    async def close(self, period: str, take: Callable[[str], bool]) -> None:
+        await self.finish()
+        marks = self.engine.marks(self.backend.calendar, period, self.backend.index.keys())
+        for i, marked in enumerate(marks):
+            self.backend.calendar = self.engine.marked(self.backend.calendar, marked)
+            self.in_progress = marked
+            keys = self.engine.close_order(self.backend.index.get(marked, ()))
+            last = i == len(marks) - 1
+            await self.apply([CloseItem(marked, key) for key in keys if not last or take(key)])
+            if not last:
+                await self.finish()
+
+    async def finish(self) -> None:
+        if self.in_progress is None:
+            return
+        period, self.in_progress = self.in_progress, None
+        keys = self.engine.close_order(self.backend.index.pop(period, ()))
+        await self.apply([CloseItem(period, key) for key in keys])
+
+
+async def run(system: ModuleType, stream: Any, takes: list[frozenset[str]]) -> dict[str, list[bytes]]:
+    service = Service(system.new_engine())
+    await service.apply([SeedItem(row, force=False) for row in stream.seeds])
+    pending_games: list[GameFinished] = []
+    closes = iter(takes)
+    for item in stream.items:
+        if isinstance(item, dict):
+            pending_games.append(system.parse(item))
+            if len(pending_games) == BATCH:
+                await service.apply(pending_games)
+                pending_games = []
+            continue
+        await service.apply(pending_games)
+        pending_games = []
+        if isinstance(item, system.Close):
+            await service.close(item.period, next(closes).__contains__)
+        else:  # an import: refused while a close is in progress (events-v2 "Seeding rows")
+            await service.finish()
+            await service.apply([SeedItem(item.row, item.force)])
+    await service.apply(pending_games)
+    await service.finish()
+    return dict(service.payloads)
+
+
+async def check(system: ModuleType, stream: Any, data: st.DataObject) -> None:
+    whole, _ = system.replay(stream)  # every close whole, as `rate`'s close lines
+    takes = data.draw(system.takes_for(stream))
+    assert await run(system, stream, takes) == system.per_key(whole)
+
+
+@settings(max_examples=60, deadline=None)
+@given(fide.streams(), st.data())
+async def test_fide_closes_taking_some_ratings_give_each_rating_rates_events(stream: Any, data: st.DataObject) -> None:
+    await check(fide, stream, data)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tornelo.streams(), st.data())
+async def test_tornelo_closes_taking_some_ratings_give_each_rating_rates_events(
+    stream: Any, data: st.DataObject
+) -> None:
+    await check(tornelo, stream, data)
