@@ -26,7 +26,7 @@ from typing import Generic, NamedTuple
 from schemas.game_finished import GameFinished
 from worker.engine.contracts import contract_of
 from worker.engine.events import RatingEvent, rating_key
-from worker.rules.hundredths import ONE, Hundredths, Points, display
+from worker.rules.hundredths import ONE, Hundredths, Points
 from worker.rules.period_system import PeriodSystem, periodic
 from worker.rules.system import Change, Kind, Rated, RatingSystem, S, SeedRow, Skip
 
@@ -160,16 +160,17 @@ class Engine(Generic[S]):
         white, black = states.get(white_key, unseen), states.get(black_key, unseen)
         if self.periods is not None:
             get = (lambda key: states.get(key, unseen)) if lookup is None else lookup
-            return self._apply_in_period(game, category, digest, white, black, calendar, get)
+            return self._apply_in_period(game, category, keys, digest, white, black, calendar, get)
         rated = rules.rate_game(game, category, white, black)
         if isinstance(rated, Skip):
             return GameOutcome(Verdict.SKIPPED, digest, rated)
-        return GameOutcome(Verdict.APPLIED, digest, None, self._updates(game, category, rated, white, black))
+        return GameOutcome(Verdict.APPLIED, digest, None, self._updates(game, category, rated, white, black, keys))
 
     def _apply_in_period(
         self,
         game: GameFinished,
         category: str,
+        keys: tuple[str, str],
         digest: bytes,
         white: S,
         black: S,
@@ -184,8 +185,9 @@ class Engine(Generic[S]):
         if calendar is None:
             calendar = periods.opening
         closes: list[Update[S]] = []
-        white = self._closed(game.white_id, category, white, calendar, lookup, closes)
-        black = self._closed(game.black_id, category, black, calendar, lookup, closes)
+        white_key, black_key = keys
+        white = self._closed(white_key, game.white_id, category, white, calendar, lookup, closes)
+        black = self._closed(black_key, game.black_id, category, black, calendar, lookup, closes)
         period = periods.recorded_in(game, calendar)
         if period is None:
             rated = periods.rate_game(game, category, white, black)
@@ -198,11 +200,12 @@ class Engine(Generic[S]):
                 else GameOutcome(Verdict.SKIPPED, digest, rated)
             )
         return GameOutcome(
-            Verdict.APPLIED, digest, None, (*closes, *self._updates(game, category, rated, white, black))
+            Verdict.APPLIED, digest, None, (*closes, *self._updates(game, category, rated, white, black, keys))
         )
 
     def _closed(
         self,
+        key: str,
         player_id: str,
         category: str,
         state: S,
@@ -214,9 +217,8 @@ class Engine(Generic[S]):
         periods = self.periods
         assert periods is not None
         for period in periods.closing(state, calendar):
-            update = self._close_update(
-                period, player_id, category, state, periods.close(period, category, state, lookup)
-            )
+            change = periods.close(period, category, state, lookup)
+            update = self._close_update(period, key, player_id, category, state, change)
             out.append(update)
             state = update.state
         return state
@@ -230,9 +232,11 @@ class Engine(Generic[S]):
             return CloseOutcome(None)
         player_id, _, category = key.partition("/")
         change = periods.close(period, category, state, lookup)
-        return CloseOutcome(self._close_update(period, player_id, category, state, change))
+        return CloseOutcome(self._close_update(period, key, player_id, category, state, change))
 
-    def _close_update(self, period: str, player_id: str, category: str, before: S, change: Change[S]) -> Update[S]:
+    def _close_update(
+        self, period: str, key: str, player_id: str, category: str, before: S, change: Change[S]
+    ) -> Update[S]:
         after = self.rules.numbered(change.after, before.seq + 1)
         event = RatingEvent(
             f"period/{period}/{player_id}/{category}",
@@ -253,7 +257,7 @@ class Engine(Generic[S]):
             None,  # finished_at
             change.detail,
         )
-        return Update(event.key, after, event, self.encode(event) if self.encode_events else b"")
+        return Update(key, after, event, self.encode(event) if self.encode_events else b"")
 
     def marks(self, calendar: object, period: str, recorded: Collection[str]) -> tuple[str, ...]:
         """The periods a close of `period` marks closed, in the order they are marked and closed,
@@ -272,15 +276,18 @@ class Engine(Generic[S]):
         `{player_id}/{category}` as UTF-8 (contract v2, "Order of the events")."""
         return sorted(keys, key=str.encode)
 
-    def _updates(self, game: GameFinished, category: str, rated: Rated[S], white: S, black: S) -> tuple[Update[S], ...]:
-        """One update per rating the game changed, white's first."""
+    def _updates(
+        self, game: GameFinished, category: str, rated: Rated[S], white: S, black: S, keys: tuple[str, str]
+    ) -> tuple[Update[S], ...]:
+        """One update per rating the game changed, white's first (`keys`: white's and black's)."""
         score = _WHITE_SCORE[game.result]
+        white_id, black_id = game.white_id, game.black_id
         updates = []
         if rated.white is not None:
-            updates.append(self._game_update(game, category, rated.white, game.white_id, game.black_id, white, score))
+            updates.append(self._game_update(game, category, rated.white, keys[0], white_id, black_id, white, score))
         if rated.black is not None:
             score = Hundredths(ONE - score)
-            updates.append(self._game_update(game, category, rated.black, game.black_id, game.white_id, black, score))
+            updates.append(self._game_update(game, category, rated.black, keys[1], black_id, white_id, black, score))
         return tuple(updates)
 
     def _game_update(
@@ -288,6 +295,7 @@ class Engine(Generic[S]):
         game: GameFinished,
         category: str,
         change: Change[S],
+        key: str,
         player_id: str,
         opponent_id: str,
         before: S,
@@ -317,7 +325,7 @@ class Engine(Generic[S]):
             game.finished_at,
             change.detail,
         )
-        return Update(event.key, after, event, self.encode(event) if self.encode_events else b"")
+        return Update(key, after, event, self.encode(event) if self.encode_events else b"")
 
     def seed(self, row: SeedRow, current: S, force: bool = False) -> SeedOutcome[S]:
         """Import a seeding row (or a rebuilt state) over `current` (contract, "Seeding"): a row
@@ -353,5 +361,7 @@ class Engine(Generic[S]):
         return SeedOutcome(SeedVerdict.IMPORTED, Update(row.key, after, event, self.encode(event)))
 
     def display(self, state: S) -> Points:
-        """The displayed rating: the official one rounded, or the training rating while unrated."""
-        return self.training_rating if state.rating is None else display(state.rating)
+        """The displayed rating: the official one rounded, .5 upwards (`hundredths.display`, inline:
+        two per event), or the training rating while unrated."""
+        rating = state.rating
+        return self.training_rating if rating is None else Points((2 * rating + ONE) // (2 * ONE))

@@ -7,6 +7,7 @@ re-publication sends the stored bytes.
 """
 
 from decimal import Decimal
+from functools import lru_cache
 
 from schemas.rating_changed_periods import FideRatingChanged, TorneloRatingChanged
 from worker.engine.events import Published, RatingEvent, rating_key
@@ -41,6 +42,7 @@ def _fide_entry(e: FideEntry) -> str:
     )
 
 
+@lru_cache(maxsize=1 << 12)  # a pool changes at its player's closes only: written again at each of his games
 def _pooled(e: Pooled) -> str:
     period, games, points, ratings = e
     return (
@@ -48,18 +50,35 @@ def _pooled(e: Pooled) -> str:
     )
 
 
+# A period_game's detail names only its month, and a player's list fields change at his closes
+# only: both are the same for most events of a month, so their JSON is kept (a bounded cache).
+@lru_cache(maxsize=1 << 12)
+def _fide_detail(detail: FideDetail) -> str:
+    period, counted, points, expected, k = detail
+    return (
+        f'"detail":{{"period":{quoted(period)},"games":{_integer(counted)},"points":{fixed2(points)},'
+        f'"expected":{fixed2(expected)},"k_factor":{_integer(k)}}}'
+    )
+
+
+@lru_cache(maxsize=1 << 16)
+def _fide_list_fields(reached: bool, birth: int | None, closed: str | None, before: Hundredths | None) -> str:
+    return (
+        f'"reached_2400":{"true" if reached else "false"},"birth_year":{_integer(birth)},'
+        f'"closed_period":{quoted(closed)},"rating_before_close":{fixed2(before)}'
+    )
+
+
 def encode_fide(event: RatingEvent[FideState]) -> bytes:
     """A `fide` event's value bytes."""
     rating, games, seq, reached, birth, closed, before, pending, initial = event.state
-    period, counted, points, expected, k = event.detail if type(event.detail) is FideDetail else _NO_FIDE_DETAIL
+    detail = event.detail if type(event.detail) is FideDetail else _NO_FIDE_DETAIL
     return (
         f'{head(event, "fide")},"state":{{"rating":{fixed2(rating)},"rated_games":{games},"seq":{seq},'
-        f'"reached_2400":{"true" if reached else "false"},"birth_year":{_integer(birth)},'
-        f'"closed_period":{quoted(closed)},"rating_before_close":{fixed2(before)},'
+        f"{_fide_list_fields(reached, birth, closed, before)},"
         f'"pending":[{",".join([_fide_entry(e) for e in pending]) if pending else ""}],'
         f'"initial":[{",".join([_pooled(e) for e in initial]) if initial else ""}]}},'
-        f'"finished_at":{quoted(event.finished_at)},"detail":{{"period":{quoted(period)},"games":{_integer(counted)},'
-        f'"points":{fixed2(points)},"expected":{fixed2(expected)},"k_factor":{_integer(k)}}}}}'
+        f'"finished_at":{quoted(event.finished_at)},{_fide_detail(detail)}}}'
     ).encode()
 
 
@@ -72,18 +91,24 @@ def _tornelo_entry(e: TorneloEntry) -> str:
     )
 
 
+@lru_cache(maxsize=1 << 14)
+def _tornelo_detail(detail: TorneloDetail) -> str:
+    tournament, counted, points, expected, k, k_modifier = detail
+    return (
+        f'"detail":{{"tournament_id":{quoted(tournament)},"games":{_integer(counted)},"points":{fixed2(points)},'
+        f'"expected":{fixed6(expected)},"k_factor":{_integer(k)},"k_modifier":{fixed2(k_modifier)}}}'
+    )
+
+
 def encode_tornelo(event: RatingEvent[TorneloState]) -> bytes:
     """A `tornelo` event's value bytes."""
     rating, games, seq, modifier, total, pending = event.state
     detail = event.detail if type(event.detail) is TorneloDetail else _NO_TORNELO_DETAIL
-    tournament, counted, points, expected, k, k_modifier = detail
     return (
         f'{head(event, "tornelo")},"state":{{"rating":{fixed2(rating)},"rated_games":{games},"seq":{seq},'
         f'"k_modifier":{format_fixed2(modifier)},"performance_sum":{_integer(total)},'
         f'"pending":[{",".join([_tornelo_entry(e) for e in pending]) if pending else ""}]}},'
-        f'"finished_at":{quoted(event.finished_at)},"detail":{{"tournament_id":{quoted(tournament)},'
-        f'"games":{_integer(counted)},"points":{fixed2(points)},"expected":{fixed6(expected)},'
-        f'"k_factor":{_integer(k)},"k_modifier":{fixed2(k_modifier)}}}}}'
+        f'"finished_at":{quoted(event.finished_at)},{_tornelo_detail(detail)}}}'
     ).encode()
 
 

@@ -26,6 +26,7 @@ K after the 700 rule (floor).
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar, NamedTuple, cast
 
 from schemas.close_line import FideCloseLine
@@ -225,6 +226,12 @@ def recorded(
     return FideState(rating, games, seq, reached, birth, closed, before, with_entry(pending, entry), initial)
 
 
+@lru_cache(maxsize=1 << 8)
+def recorded_detail(period: str) -> FideDetail:
+    """The detail of a `period_game`: its month alone (one value a month, made once)."""
+    return FideDetail(period)
+
+
 def list_rating(state: FideState, period: str) -> Hundredths | None:
     """A player's list rating for month `period` while it is being closed (section 6): his rating
     before the close of `period` if that close already changed him, else his current rating."""
@@ -364,7 +371,7 @@ class FideRules:
         ones: both players are closed for every closed month); held otherwise (section 5)."""
         at_once = calendar is not None and period == next_month(calendar)
         white_score, black_score = SCORES[game.result]
-        detail = FideDetail(period)
+        detail = recorded_detail(period)
         return Rated(
             Change(
                 Kind.PERIOD_GAME,
@@ -382,9 +389,10 @@ class FideRules:
         return tuple([e.period for e in state.pending])
 
     def closing(self, state: FideState, calendar: Calendar) -> tuple[str, ...]:
-        if calendar is None:
+        pending = state.pending
+        if calendar is None or not pending or pending[0].period > calendar:  # oldest first: none closed
             return ()
-        return tuple(e.period for e in state.pending if e.period <= calendar)  # pending is oldest first
+        return tuple([e.period for e in pending if e.period <= calendar])
 
     def to_mark(self, calendar: Calendar, period: str, recorded: Collection[str]) -> tuple[str, ...]:
         """A close of P later than L: every open month before P with recorded games, oldest first,

@@ -68,5 +68,6 @@ def month_named(number: int) -> str:
     return f"{number // 12:04d}-{number % 12 + 1:02d}"
 
 
+@lru_cache(maxsize=1 << 8)  # read at every game (the month after the latest closed one)
 def next_month(month: str) -> str:
     return month_named(month_number(month) + 1)

@@ -166,41 +166,41 @@ class Parameters:
 def settled(state: TorneloState, entry: Entry, category: str, parameters: Parameters) -> Change[TorneloState]:
     """What an entry does to a rating, by its status now (7.1, 7.2); `state`'s pending is kept as
     given (the caller removes a closed tournament's entry)."""
-    rating = state.rating
+    # Built field by field (a named tuple's _replace costs several times more, at every close).
+    rating, rated_games, seq, modifier, performance_sum, pending = state
     tournament = entry.tournament_id
-    if rating is not None and state.rated_games >= PROVISIONAL_GAMES:  # 7.1: established
+    if rating is not None and rated_games >= PROVISIONAL_GAMES:  # 7.1: established
         n = entry.games
         if n == 0:
             return Change(Kind.PERIOD_CLOSED, state, detail=TorneloDetail(tournament, 0, Hundredths(0)))
         k = parameters.k[category][rating > K_ABOVE * ONE]
         sd = entry.points * (MILLION // ONE) - entry.expected
-        delta = period_change(sd, k, state.k_modifier, parameters.bonus_factor)
-        after = state._replace(
-            rating=Hundredths(max(FLOOR * ONE, rating + delta * ONE)), rated_games=state.rated_games + n
-        )
-        detail = TorneloDetail(tournament, n, entry.points, entry.expected, k, state.k_modifier)
+        delta = period_change(sd, k, modifier, parameters.bonus_factor)
+        new = Hundredths(max(FLOOR * ONE, rating + delta * ONE))
+        after = TorneloState(new, rated_games + n, seq, modifier, performance_sum, pending)
+        detail = TorneloDetail(tournament, n, entry.points, entry.expected, k, modifier)
         return Change(Kind.PERIOD_RATING, after, detail=detail)
     n = entry.performance_games  # 7.2: unrated or provisional
     if n == 0:
         return Change(Kind.PERIOD_CLOSED, state, detail=TorneloDetail(tournament, 0, Hundredths(0)))
-    total = (state.performance_sum or 0) + entry.performance_sum
-    games = state.rated_games + n
+    total = (performance_sum or 0) + entry.performance_sum
+    games = rated_games + n
     average = min(max(round_half_up(total, games), PROVISIONAL_LOW), PROVISIONAL_HIGH)
-    after = state._replace(
-        rating=Hundredths(average * ONE),
-        rated_games=games,
-        performance_sum=None if games >= PROVISIONAL_GAMES else total,
-    )
+    kept = None if games >= PROVISIONAL_GAMES else total
+    after = TorneloState(Hundredths(average * ONE), games, seq, modifier, kept, pending)
     return Change(Kind.PROVISIONAL_RATING, after, detail=TorneloDetail(tournament, n, entry.performance_points))
 
 
 def recorded(state: TorneloState, game: Entry) -> TorneloState:
     """The state with a game of an open tournament added to its entry (created last if new)."""
-    pending = state.pending
+    rating, rated_games, seq, modifier, performance_sum, pending = state
     for i, e in enumerate(pending):
         if e.tournament_id == game.tournament_id:
-            return state._replace(pending=(*pending[:i], added(e, game), *pending[i + 1 :]))
-    return state._replace(pending=(*pending, game))
+            pending = (*pending[:i], added(e, game), *pending[i + 1 :])
+            break
+    else:
+        pending = (*pending, game)
+    return TorneloState(rating, rated_games, seq, modifier, performance_sum, pending)
 
 
 # --- seeding rows: player_id,category,rating,rated_games,k_modifier (contract v2)
@@ -320,12 +320,12 @@ class TorneloRules:
         )
 
     def pending(self, state: TorneloState) -> tuple[str, ...]:
-        return tuple(cast(str, e.tournament_id) for e in state.pending)
+        return tuple([cast(str, e.tournament_id) for e in state.pending])
 
     def closing(self, state: TorneloState, calendar: Ended) -> tuple[str, ...]:
         """Its entries of ended tournaments, in the order they were marked ended (section 4)."""
         ended = [cast(str, e.tournament_id) for e in state.pending if e.tournament_id in calendar]
-        return tuple(sorted(ended, key=calendar.__getitem__))
+        return tuple(sorted(ended, key=calendar.__getitem__)) if ended else ()
 
     def to_mark(self, calendar: Ended, period: str, recorded: Collection[str]) -> tuple[str, ...]:
         """The tournament, unless it has ended already (a close of it then does nothing)."""
@@ -338,15 +338,22 @@ class TorneloRules:
         self, period: str, category: str, state: TorneloState, lookup: Lookup[TorneloState]
     ) -> Change[TorneloState]:
         """The end of tournament `period` for a rating with an entry of it (section 7)."""
-        entry = next(e for e in state.pending if e.tournament_id == period)
-        remaining = state._replace(pending=tuple(e for e in state.pending if e.tournament_id != period))
-        return settled(remaining, entry, category, self.parameters)
+        rating, rated_games, seq, modifier, performance_sum, pending = state
+        entry = next(e for e in pending if e.tournament_id == period)
+        remaining = tuple([e for e in pending if e.tournament_id != period])
+        return settled(
+            TorneloState(rating, rated_games, seq, modifier, performance_sum, remaining),
+            entry,
+            category,
+            self.parameters,
+        )
 
     def seedable(self, state: TorneloState) -> bool:
         return True  # its pending games were valued when recorded: a seeded rating keeps them
 
     def numbered(self, state: TorneloState, seq: int) -> TorneloState:
-        return state._replace(seq=seq)
+        rating, rated_games, _, modifier, performance_sum, pending = state
+        return TorneloState(rating, rated_games, seq, modifier, performance_sum, pending)
 
     def parse_seed_row(self, fields: list[str]) -> SeedRow:
         return parse_seed_row(fields)

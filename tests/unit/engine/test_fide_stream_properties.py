@@ -15,8 +15,6 @@ import json
 import random
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any, cast
@@ -27,7 +25,8 @@ from hypothesis import strategies as st
 from schemas.rating_changed_periods import FideRatingChanged
 from schemas.rating_changed_v2 import RATING_CHANGED_V2
 from schemas.system_game import SystemGameFinished
-from tests.support.ratings import Ratings
+from tests.support import period_streams
+from tests.support.period_streams import Close, Import, Item, Replayer, Stream, line, per_key
 from worker.engine.engine import Engine, SeedVerdict, Update, Verdict
 from worker.engine.events_periods import read_fide
 from worker.replay.replay import replay as rate
@@ -168,36 +167,6 @@ def seed_row(draw: st.DrawFn, players: int) -> SeedRow:
     return parse_seed_row([*fields, draw(REACHED[rating >= 2400]), draw(BIRTH)])
 
 
-@dataclass(frozen=True)
-class Close:
-    """A close line: `{"control": "close", "period": period}`."""
-
-    period: str
-
-
-@dataclass(frozen=True)
-class Import:
-    """A seeding row imported between games, forced or not; `again`: for the test of imports, the
-    row is instead a rated rating's own values again (the `again`-th rated rating, cyclically)."""
-
-    row: SeedRow
-    force: bool
-    again: int | None = None
-
-
-Item = dict[str, Any] | Close | Import
-
-
-@dataclass(frozen=True)
-class Stream:
-    seeds: list[SeedRow]  # `rate --seed`: one per rating, before every line
-    items: list[Item]
-
-    @property
-    def closes(self) -> int:
-        return sum(isinstance(item, Close) for item in self.items)
-
-
 ROLL = st.integers(0, 19)
 MONTH_INDEX = st.integers(0, len(MONTHS) - 1)
 CLOSE_MONTH = st.sampled_from(CLOSE_MONTHS)
@@ -241,56 +210,9 @@ def new_engine() -> Engine[FideState]:
     return Engine(FideRules(), Points(TRAINING))
 
 
-def new_store() -> Ratings[FideState]:
-    return Ratings(new_engine())
-
-
+SYSTEM = Replayer(new_engine, parse)
+new_store, seeded, step, replay = SYSTEM.new_store, SYSTEM.seeded, SYSTEM.step, SYSTEM.replay
 Updates = list[Update[FideState]]
-
-
-def seeded(stream: Stream) -> tuple[Updates, Ratings[FideState]]:
-    store = new_store()
-    updates = []
-    for row in stream.seeds:
-        update = store.seed(row).update
-        assert update is not None  # a rating never seen is always seeded
-        updates.append(update)
-    return updates, store
-
-
-def step(store: Ratings[FideState], item: Item, take: Callable[[str], bool] | None = None) -> Updates:
-    """One item: a close line closes whole (`take` None, as `rate`) or as the service may (only the
-    ratings `take` accepts at once); an import first finishes a close in progress (refused while
-    one is: fide-period.md section 10)."""
-    if isinstance(item, Close):
-        return store.close(item.period) if take is None else store.close_some(item.period, take)
-    if isinstance(item, Import):
-        finished = store.finish()
-        imported = store.seed(item.row, item.force).update
-        return finished if imported is None else [*finished, imported]
-    return list(store.apply(parse(item)).updates)
-
-
-def replay(stream: Stream, takes: Sequence[frozenset[str]] | None = None) -> tuple[Updates, Ratings[FideState]]:
-    """The stream through the harness: every close whole (`rate`'s close lines), or, with `takes`,
-    the k-th close taking at once only the ratings of `takes[k]`, the others closed by their next
-    game or at the end."""
-    updates, store = seeded(stream)
-    closes = 0
-    for item in stream.items:
-        take = None
-        if takes is not None and isinstance(item, Close):
-            take, closes = takes[closes].__contains__, closes + 1
-        updates += step(store, item, take)
-    updates += store.finish()
-    return updates, store
-
-
-def per_key(updates: Iterable[Update[FideState]]) -> dict[str, list[bytes]]:
-    found: dict[str, list[bytes]] = defaultdict(list)
-    for update in updates:
-        found[update.key].append(update.payload)
-    return dict(found)
 
 
 def event(payload: bytes) -> FideRatingChanged:
@@ -312,7 +234,7 @@ def display(rating: Decimal | None) -> int:
 
 def takes_for(stream: Stream) -> st.SearchStrategy[list[frozenset[str]]]:
     """For each close line, the ratings the service's close takes at once."""
-    return st.lists(st.frozensets(st.sampled_from(KEYS)), min_size=stream.closes, max_size=stream.closes)
+    return period_streams.takes_for(stream, KEYS)
 
 
 @settings(max_examples=60, deadline=None)
@@ -752,10 +674,6 @@ def test_a_duplicate_changes_nothing_and_publishes_nothing(stream: Stream, data:
     items = [*stream.items[:at], again, *stream.items[at:]]
     with_redelivery, _ = replay(Stream(stream.seeds, items))
     assert [u.payload for u in with_redelivery] == [u.payload for u in original]
-
-
-def line(item: Item) -> bytes:
-    return json.dumps({"control": "close", "period": item.period} if isinstance(item, Close) else item).encode()
 
 
 @settings(max_examples=60, deadline=None)

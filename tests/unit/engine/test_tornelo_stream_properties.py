@@ -16,8 +16,6 @@ import json
 import random
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
 
@@ -27,7 +25,8 @@ from hypothesis import strategies as st
 from schemas.rating_changed_periods import TorneloRatingChanged
 from schemas.rating_changed_v2 import RATING_CHANGED_V2
 from schemas.tornelo_game import TorneloGameFinished
-from tests.support.ratings import Ratings
+from tests.support import period_streams
+from tests.support.period_streams import Close, Import, Item, Replayer, Stream, line, per_key
 from worker.engine.engine import Engine, SeedVerdict, Update, Verdict
 from worker.engine.events_periods import read_tornelo
 from worker.replay.replay import replay as rate
@@ -116,36 +115,6 @@ def seed_row(draw: st.DrawFn, players: int) -> SeedRow:
     return parse_seed_row(fields)
 
 
-@dataclass(frozen=True)
-class Close:
-    """A close line: `{"control": "close", "period": period}`, the end of a tournament."""
-
-    period: str
-
-
-@dataclass(frozen=True)
-class Import:
-    """A seeding row imported between games, forced or not; `again`: for the test of imports, the
-    row is instead a rated rating's own values again (the `again`-th rated rating, cyclically)."""
-
-    row: SeedRow
-    force: bool
-    again: int | None = None
-
-
-Item = dict[str, Any] | Close | Import
-
-
-@dataclass(frozen=True)
-class Stream:
-    seeds: list[SeedRow]  # `rate --seed`: one per rating, before every line
-    items: list[Item]
-
-    @property
-    def closes(self) -> int:
-        return sum(isinstance(item, Close) for item in self.items)
-
-
 ROLL = st.integers(0, 19)
 PLAYER_COUNT = st.integers(5, 8)
 AGAIN = st.one_of(st.none(), st.integers(0, len(KEYS) - 1))
@@ -189,56 +158,9 @@ def new_engine() -> Engine[TorneloState]:
     return Engine(TorneloRules(), Points(TRAINING))
 
 
-def new_store() -> Ratings[TorneloState]:
-    return Ratings(new_engine())
-
-
+SYSTEM = Replayer(new_engine, parse)
+new_store, seeded, step, replay = SYSTEM.new_store, SYSTEM.seeded, SYSTEM.step, SYSTEM.replay
 Updates = list[Update[TorneloState]]
-
-
-def seeded(stream: Stream) -> tuple[Updates, Ratings[TorneloState]]:
-    store = new_store()
-    updates = []
-    for row in stream.seeds:
-        update = store.seed(row).update
-        assert update is not None  # a rating never seen is always seeded
-        updates.append(update)
-    return updates, store
-
-
-def step(store: Ratings[TorneloState], item: Item, take: Callable[[str], bool] | None = None) -> Updates:
-    """One item: a close line closes whole (`take` None, as `rate`) or as the service may (only the
-    ratings `take` accepts at once); an import first finishes a close in progress (refused while
-    one is: tornelo.md section 9)."""
-    if isinstance(item, Close):
-        return store.close(item.period) if take is None else store.close_some(item.period, take)
-    if isinstance(item, Import):
-        finished = store.finish()
-        imported = store.seed(item.row, item.force).update
-        return finished if imported is None else [*finished, imported]
-    return list(store.apply(parse(item)).updates)
-
-
-def replay(stream: Stream, takes: Sequence[frozenset[str]] | None = None) -> tuple[Updates, Ratings[TorneloState]]:
-    """The stream through the harness: every close whole (`rate`'s close lines), or, with `takes`,
-    the k-th close taking at once only the ratings of `takes[k]`, the others closed by their next
-    game or at the end."""
-    updates, store = seeded(stream)
-    closes = 0
-    for item in stream.items:
-        take = None
-        if takes is not None and isinstance(item, Close):
-            take, closes = takes[closes].__contains__, closes + 1
-        updates += step(store, item, take)
-    updates += store.finish()
-    return updates, store
-
-
-def per_key(updates: Iterable[Update[TorneloState]]) -> dict[str, list[bytes]]:
-    found: dict[str, list[bytes]] = defaultdict(list)
-    for update in updates:
-        found[update.key].append(update.payload)
-    return dict(found)
 
 
 def event(payload: bytes) -> TorneloRatingChanged:
@@ -260,7 +182,7 @@ def display(rating: Decimal | None) -> int:
 
 def takes_for(stream: Stream) -> st.SearchStrategy[list[frozenset[str]]]:
     """For each close line, the ratings the service's close takes at once."""
-    return st.lists(st.frozensets(st.sampled_from(KEYS)), min_size=stream.closes, max_size=stream.closes)
+    return period_streams.takes_for(stream, KEYS)
 
 
 def tournament_of(value: dict[str, Any]) -> str | None:
@@ -653,10 +575,6 @@ def test_a_duplicate_changes_nothing_and_publishes_nothing(stream: Stream, data:
     items = [*stream.items[:at], duplicate, conflict, *stream.items[at:]]
     with_redeliveries, _ = replay(Stream(stream.seeds, items))
     assert [u.payload for u in with_redeliveries] == [u.payload for u in original]
-
-
-def line(item: Item) -> bytes:
-    return json.dumps({"control": "close", "period": item.period} if isinstance(item, Close) else item).encode()
 
 
 @settings(max_examples=60, deadline=None)

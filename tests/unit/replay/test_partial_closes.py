@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.game_finished import GameFinished
+from tests.support.period_streams import Close, per_key
 from tests.unit.engine import test_fide_stream_properties as fide
 from tests.unit.engine import test_tornelo_stream_properties as tornelo
 from worker.engine.engine import CloseOutcome, Engine, GameOutcome, SeedOutcome
@@ -90,7 +91,7 @@ async def run(system: ModuleType, stream: Any, takes: list[frozenset[str]]) -> d
             continue
         await service.apply(pending_games)
         pending_games = []
-        if isinstance(item, system.Close):
+        if isinstance(item, Close):
             await service.close(item.period, next(closes).__contains__)
         else:  # an import: refused while a close is in progress (events-v2 "Seeding rows")
             await service.finish()
@@ -103,7 +104,7 @@ async def run(system: ModuleType, stream: Any, takes: list[frozenset[str]]) -> d
 async def check(system: ModuleType, stream: Any, data: st.DataObject) -> None:
     whole, _ = system.replay(stream)  # every close whole, as `rate`'s close lines
     takes = data.draw(system.takes_for(stream))
-    assert await run(system, stream, takes) == system.per_key(whole)
+    assert await run(system, stream, takes) == per_key(whole)
 
 
 @settings(max_examples=60, deadline=None)
