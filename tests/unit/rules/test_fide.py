@@ -367,6 +367,43 @@ def test_example_11_an_instant_outside_the_years_0000_to_9999_is_bad_input(finis
     assert refusal(finished_at, None, 3600) == why
 
 
+# The record's timestamp of the future check (section 4, F22): 2026-11-29T12:00:00Z in ms.
+RECORD_MS = 1_795_953_600_000
+
+
+@pytest.mark.parametrize(
+    ("finished_at", "refused"),
+    [
+        ("2026-11-29T13:00:00Z", False),  # exactly RATING_FUTURE_ALLOWANCE_SECONDS later: valid
+        ("2026-11-29T14:00:00+01:00", False),  # the same instant at another offset
+        ("2026-11-29T13:00:00.001Z", True),  # 1 ms later: a future game
+        ("2026-11-29T13:00:00.0000001Z", True),  # every fractional digit counts
+        ("2027-03-01T00:00:00Z", True),  # a month not due for months
+        ("2026-11-01T00:00:00Z", False),
+    ],
+)
+def test_the_future_check_refuses_a_game_later_than_its_records_timestamp_plus_the_allowance(
+    finished_at: str, refused: bool
+) -> None:
+    """fide-period.md section 4 (F22): finished_at later than the record's timestamp plus
+    RATING_FUTURE_ALLOWANCE_SECONDS (3600) is bad input; exactly that much later is valid; a
+    record without a timestamp (-1) and a line of `rate` (none) are not checked."""
+    game = SystemGameFinished.model_validate({**VALID_GAME, "finished_at": finished_at})
+    why = FideRules().refuse(game, RECORD_MS, 3600)
+    assert (why is not None) == refused, why
+    if refused:
+        assert why is not None and "RATING_FUTURE_ALLOWANCE_SECONDS=3600" in why and "\n" not in why
+    assert FideRules().refuse(game, None, 3600) is None
+    assert FideRules().refuse(game, -1, 3600) is None
+
+
+def test_with_no_allowance_a_game_may_finish_at_its_records_timestamp_not_after() -> None:
+    at = SystemGameFinished.model_validate({**VALID_GAME, "finished_at": "2026-11-29T12:00:00Z"})
+    after = SystemGameFinished.model_validate({**VALID_GAME, "finished_at": "2026-11-29T12:00:00.001Z"})
+    assert FideRules().refuse(at, RECORD_MS, 0) is None
+    assert FideRules().refuse(after, RECORD_MS, 0) is not None
+
+
 def test_a_late_game_is_recorded_in_the_oldest_open_month() -> None:
     """Section 4 and example 9: with October closed, a game of October is recorded in November."""
     game = SystemGameFinished.model_validate({**VALID_GAME, "finished_at": "2026-10-31T23:59:59Z"})
