@@ -74,13 +74,23 @@ def decode_line(rules: RatingSystem[Any], value: bytes, max_bytes: int) -> GameF
     except BadInput as bad:
         if bad.kind is not ErrorKind.INVALID_SCHEMA or not periodic(rules):
             raise
-        try:  # valid JSON that is not a game: a control message?
-            data = json.loads(value)
-        except ValueError:
-            raise bad from None
-        if not (isinstance(data, dict) and "control" in data):
+        if not _has_control_key(value):
             raise
     return decode_as(rules.close_line, value, max_bytes)
+
+
+def _has_control_key(value: bytes) -> bool:
+    """Whether a valid JSON text (as the model found it) is an object with a `control` key; a
+    number longer than Python's ints take is read as a string of its length, as `decode_as` does."""
+    text = value.decode("utf-8")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        try:
+            data = json.loads(_LONG_NUMBER.sub(_as_string, text))
+        except ValueError:
+            return False
+    return isinstance(data, dict) and "control" in data
 
 
 def decode_as(model: type[M], value: bytes, max_bytes: int) -> M:

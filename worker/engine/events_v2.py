@@ -21,7 +21,7 @@ from worker.rules.system import Kind
 from worker.rules.uscf_cc import CcState
 
 SYSTEM = "uscf-cc"
-_SCORES = {100: "1", 50: "0.5", 0: "0"}
+SCORES = {100: "1", 50: "0.5", 0: "0"}  # a score as the contract writes it
 
 
 def fixed2(value: Hundredths | None) -> str:
@@ -53,7 +53,7 @@ def head(event: RatingEvent[Any], system: str) -> str:
         f'{{"event_id":"{event_id}","system":"{system}","game_id":{game},'
         f'"source_event_id":{"null" if source is None else encode_basestring(source)},"player_id":"{player_id}",'
         f'"opponent_id":{opponent},'
-        f'"category":"{category}","kind":"{kind}","score":{"null" if score is None else _SCORES[score]},'
+        f'"category":"{category}","kind":"{kind}","score":{"null" if score is None else SCORES[score]},'
         f'"rating_before":{rating_before},"rating_after":{rating_after},'
         f'"display_before":{event.display_before},"display_after":{event.display_after},"delta":{delta},'
         f'"seq":{event.state.seq}'
@@ -118,7 +118,8 @@ def encode_cc(event: RatingEvent[CcState]) -> bytes:
     ).encode()
 
 
-def _hundredths(value: Decimal | None) -> Hundredths | None:
+def hundredths_of(value: Decimal | None) -> Hundredths | None:
+    """A read two-decimal number in hundredths (None stays None)."""
     return None if value is None else Hundredths(int(value * 100))
 
 
@@ -126,6 +127,6 @@ def read_cc(payload: bytes) -> Published[CcState]:
     """A published `uscf-cc` event, as `restore` reads it back (validated by the contract's model)."""
     event = CcRatingChanged.model_validate_json(payload)
     s = event.state
-    state = CcState(_hundredths(s.rating), s.rated_games, s.seq)
+    state = CcState(hundredths_of(s.rating), s.rated_games, s.seq)
     opponent = None if event.opponent_id is None else rating_key(event.opponent_id, event.category)
     return Published(rating_key(event.player_id, event.category), state, event.game_id, opponent, Kind(event.kind))

@@ -35,6 +35,23 @@ def round_half_up(numerator: int, denominator: int) -> int:
     return (2 * numerator + denominator) // (2 * denominator)
 
 
+def round_half_away(numerator: int, denominator: int) -> int:
+    """numerator / denominator rounded to the nearest integer, halves away from zero (a change
+    that may be negative: uscf-cc's terms, fide's and tornelo's period changes)."""
+    if denominator <= 0:
+        raise ValueError("denominator must be positive")
+    magnitude = (2 * abs(numerator) + denominator) // (2 * denominator)
+    return magnitude if numerator >= 0 else -magnitude
+
+
+# The scores (white's, black's) of a game's result, in hundredths.
+RESULT_SCORES: dict[str, tuple[Hundredths, Hundredths]] = {
+    "1-0": (Hundredths(100), Hundredths(0)),
+    "1/2-1/2": (Hundredths(50), Hundredths(50)),
+    "0-1": (Hundredths(0), Hundredths(100)),
+}
+
+
 def display(value: Hundredths) -> Points:
     """The displayed rating: the official rating rounded to an integer, .5 upwards."""
     return Points(round_half_up(value, ONE))

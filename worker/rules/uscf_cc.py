@@ -27,7 +27,7 @@ from typing import NamedTuple, cast
 from schemas.correspondence_game import CorrespondenceGameFinished
 from schemas.game_finished import GameFinished
 from schemas.types import ID_PATTERN
-from worker.rules.hundredths import ONE, Hundredths, parse_fixed2
+from worker.rules.hundredths import ONE, Hundredths, parse_fixed2, round_half_away
 from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 
 ESTABLISHED_CREDITS = 25  # with 25 credits a player is established: his 26th game is computed so (U4)
@@ -68,14 +68,6 @@ class CcGame(NamedTuple):
     rated: bool = True
     aborted: bool = False
     special_forfeit: bool = False  # termination forfeit with forfeit_kind "special" (never a draw)
-
-
-def round_half_away(numerator: int, denominator: int) -> int:
-    """numerator / denominator rounded to the nearest integer, halves away from zero."""
-    if denominator <= 0:
-        raise ValueError("denominator must be positive")
-    magnitude = (2 * abs(numerator) + denominator) // (2 * denominator)
-    return magnitude if numerator >= 0 else -magnitude
 
 
 def tier(rating: Hundredths) -> int:

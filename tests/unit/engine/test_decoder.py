@@ -1,13 +1,17 @@
 """Numbers too long for a Python int (over 4300 digits) are valid JSON: decode_game judges them
 by the schema (invalid_schema in a field it checks, ignored in an unknown field), not as
-malformed JSON, and a message that is malformed as well keeps the parser's own error and column."""
+malformed JSON, and a message that is malformed as well keeps the parser's own error and column.
+And a per-period system's lines (decode_line): a game, a close line, or bad input."""
 
 import json
 
 import pytest
 
+from schemas.close_line import FideCloseLine
 from tests.support.contract import VALID_GAME
-from worker.engine.decoder import BadInput, ErrorKind, decode_game
+from worker.engine.decoder import BadInput, ErrorKind, decode_game, decode_line
+from worker.rules.fide import FideRules
+from worker.rules.glicko2 import GlickoRules
 
 VALID = VALID_GAME
 MAX_BYTES = 1024 * 1024
@@ -105,3 +109,30 @@ def test_a_syntax_error_before_a_huge_number_is_reported_first() -> None:
     error = bad(text)
     assert error.kind is ErrorKind.INVALID_JSON
     assert column(error.message) == text.index(b"game_id") + 1
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (b'{"control":"close","period":"2026-11"}', "2026-11"),
+        # Other keys are ignored, a number longer than Python's ints take among them too.
+        (b'{"control":"close","period":"2026-11","by":' + b"9" * 5000 + b"}", "2026-11"),
+        (b'{"control":"stop","period":"2026-11","by":' + b"9" * 5000 + b"}", "control: Input should be 'close'"),
+        (b'{"control":"close","period":"9999-12"}', "9999-12 cannot be closed"),
+        (b'["control"]', "value: Input should be an object"),  # not an object: not a control message
+        (b'{"control":"close","period":"2026-11",', "EOF while parsing"),  # not JSON at all
+    ],
+)
+def test_a_line_of_a_per_period_systems_file_is_a_game_a_close_or_bad_input(line: bytes, expected: str) -> None:
+    """events-v2 "Control messages": in `rate`'s file of fide (or tornelo) an object with a
+    `control` key is a close when `control` is "close" and `period` is a period of the system,
+    other keys ignored; `invalid_schema` otherwise. For the others it is never a game either."""
+    try:
+        decoded = decode_line(FideRules(), line, 1 << 20)
+    except BadInput as bad:
+        assert expected in bad.message and "\n" not in bad.message
+        assert bad.kind in (ErrorKind.INVALID_SCHEMA, ErrorKind.INVALID_JSON)
+    else:
+        assert isinstance(decoded, FideCloseLine) and decoded.period == expected
+    with pytest.raises(BadInput):  # glicko2 has no close lines: a control key is bad input
+        decode_line(GlickoRules(), line, 1 << 20)

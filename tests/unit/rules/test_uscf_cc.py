@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.rules.hundredths import Hundredths, display
+from worker.rules.hundredths import Hundredths, display, round_half_away
 from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 from worker.rules.uscf_cc import (
     DRAW,
@@ -22,7 +22,6 @@ from worker.rules.uscf_cc import (
     k_factor,
     parse_seed_row,
     rate,
-    round_half_away,
     tier,
 )
 
