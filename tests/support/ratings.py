@@ -8,7 +8,8 @@ For a per-period system (`fide`, `tornelo`) it also keeps what the store keeps b
 the calendar (what is closed) and the index of the ratings with recorded games of each period,
 and closes periods as `rate`'s close lines do (`close`), or partly, as the service may
 (`close_some`: a period marked, some of its ratings closed at once, the others left to be closed
-by their next game or by `finish`).
+by their next game or by `finish`): the steps of `worker.replay.closes.close_period`, kept
+synchronous here over dicts (the store's own are tested through that module).
 """
 
 from collections.abc import Callable
@@ -43,7 +44,7 @@ class Ratings(Generic[S]):
         return outcome
 
     def seed(self, row: SeedRow, force: bool = False) -> SeedOutcome[S]:
-        outcome = self.engine.seed(row, self.state(row.key), force)
+        outcome = self.engine.seed(row, self.state(row.key), force, self.calendar)
         if outcome.update is not None:
             self._keep(outcome.update)
         return outcome

@@ -72,7 +72,9 @@ class FideSimulation(PeriodSimulation):
     million). It never passes the present (the future check refuses a game more than an hour
     after its record).
 
-    When the clock enters a new month, the month before is closed 2-6 games later (those games of
+    The stream opens with a close of the month before its first game (it closes nothing: the
+    first month's games are counted at once, not held). When the clock enters a new month, the
+    month before is closed 2-6 games later (those games of
     the new month are held: their list is not known yet); the 1-3 games after a close are late
     ones, dated in the last hours of the closed month (recorded in the next one); every second close
     is followed by a close of the month before, closed already (it does nothing). The current month
@@ -95,8 +97,12 @@ class FideSimulation(PeriodSimulation):
         self._late_before = self.START  # the end of that month
 
     def game_lines(self, games: int, bad_share: float = 0.0, redelivery_share: float = 0.0) -> Iterator[bytes]:
+        """The stream, opened by a close of the month before its first game: it closes nothing
+        (no game yet) and sets the latest closed month, so that the games of the first month are
+        counted at once rather than held one by one (as a deployment starts: `close-period --init`)."""
         self._mean_step = self.SPAN.total_seconds() / games
-        return super().game_lines(games, bad_share, redelivery_share)
+        yield _control_line(_month_period(_month_index(self.START) - 1))
+        yield from super().game_lines(games, bad_share, redelivery_share)
 
     def _step(self) -> timedelta:
         return self._capped(timedelta(seconds=self.rng.uniform(0, 2 * self._mean_step)))

@@ -26,7 +26,7 @@ from typing import Generic, NamedTuple
 from schemas.game_finished import GameFinished
 from worker.engine.contracts import contract_of
 from worker.engine.events import RatingEvent, rating_key
-from worker.rules.hundredths import ONE, Hundredths, Points
+from worker.rules.hundredths import ONE, Hundredths, Points, display
 from worker.rules.period_system import PeriodSystem, periodic
 from worker.rules.system import Change, Kind, Rated, RatingSystem, S, SeedRow, Skip
 
@@ -327,17 +327,23 @@ class Engine(Generic[S]):
         )
         return Update(key, after, event, self.encode(event) if self.encode_events else b"")
 
-    def seed(self, row: SeedRow, current: S, force: bool = False) -> SeedOutcome[S]:
+    def seed(self, row: SeedRow, current: S, force: bool = False, calendar: object = None) -> SeedOutcome[S]:
         """Import a seeding row (or a rebuilt state) over `current` (contract, "Seeding"): a row
         equal to the state it has (seq aside) is skipped, a rating with state is refused unless
-        forced; otherwise the row's state is written and announced by an `imported` event."""
+        forced; otherwise the row's state is written and announced by an `imported` event. A
+        per-period system's rating is refused, forced or not, while it holds games of a period
+        the calendar has closed (its close comes before anything else happens to it: the service
+        refuses imports while a close is in progress), or where the system says (`seedable`)."""
         seeded = self.rules.seeded(row, current)  # with current's seq
         if current.seq > 0 and seeded == current:
             return SeedOutcome(SeedVerdict.UNCHANGED)
         if current.seq > 0 and not force:
             return SeedOutcome(SeedVerdict.REFUSED)
-        if self.periods is not None and not self.periods.seedable(current):
-            return SeedOutcome(SeedVerdict.REFUSED)  # fide: games counted with its list rating, forced or not
+        periods = self.periods
+        if periods is not None:
+            closed = periods.closing(current, periods.opening if calendar is None else calendar)
+            if closed or not periods.seedable(current):  # fide: games counted with its list rating
+                return SeedOutcome(SeedVerdict.REFUSED)
         after = self.rules.numbered(seeded, current.seq + 1)
         event = RatingEvent(
             event_id=f"import/{row.player_id}/{row.category}/{after.seq}",
@@ -361,7 +367,5 @@ class Engine(Generic[S]):
         return SeedOutcome(SeedVerdict.IMPORTED, Update(row.key, after, event, self.encode(event)))
 
     def display(self, state: S) -> Points:
-        """The displayed rating: the official one rounded, .5 upwards (`hundredths.display`, inline:
-        two per event), or the training rating while unrated."""
-        rating = state.rating
-        return self.training_rating if rating is None else Points((2 * rating + ONE) // (2 * ONE))
+        """The displayed rating: the official one rounded, or the training rating while unrated."""
+        return self.training_rating if state.rating is None else display(state.rating)

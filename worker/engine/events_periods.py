@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from schemas.rating_changed_periods import FideRatingChanged, TorneloRatingChanged
 from worker.engine.events import Published, RatingEvent, rating_key
-from worker.engine.events_v2 import fixed2, head, quoted
+from worker.engine.events_v2 import SCORES, fixed2, head, hundredths_of, quoted
 from worker.rules.fide import Entry as FideEntry
 from worker.rules.fide import FideDetail, FideState, Held, Pooled
 from worker.rules.hundredths import Hundredths, format_fixed2
@@ -19,7 +19,6 @@ from worker.rules.system import Kind
 from worker.rules.tornelo import Entry as TorneloEntry
 from worker.rules.tornelo import Millionths, TorneloDetail, TorneloState
 
-_SCORES = {100: "1", 50: "0.5", 0: "0"}
 _NO_FIDE_DETAIL = FideDetail()
 _NO_TORNELO_DETAIL = TorneloDetail()
 
@@ -35,7 +34,7 @@ def fixed6(value: Millionths | None) -> str:
 
 def _fide_entry(e: FideEntry) -> str:
     period, games, points, expected, ratings, held = e
-    shown = ",".join([f'{{"opponent_id":"{h[0]}","score":{_SCORES[h[1]]}}}' for h in held]) if held else ""
+    shown = ",".join([f'{{"opponent_id":"{h[0]}","score":{SCORES[h[1]]}}}' for h in held]) if held else ""
     return (
         f'{{"period":"{period}","games":{games},"points":{format_fixed2(points)},'
         f'"expected":{format_fixed2(expected)},"ratings":{format_fixed2(ratings)},"held":[{shown}]}}'
@@ -116,22 +115,18 @@ def _h(value: Decimal) -> Hundredths:
     return Hundredths(int(value * 100))  # a Decimal with at most two decimals
 
 
-def _h_or_none(value: Decimal | None) -> Hundredths | None:
-    return None if value is None else _h(value)
-
-
 def read_fide(payload: bytes) -> Published[FideState]:
     """A published `fide` event, as `restore` reads it back (validated by the contract's model)."""
     event = FideRatingChanged.model_validate_json(payload)
     s = event.state
     state = FideState(
-        _h_or_none(s.rating),
+        hundredths_of(s.rating),
         s.rated_games,
         s.seq,
         s.reached_2400,
         s.birth_year,
         s.closed_period,
-        _h_or_none(s.rating_before_close),
+        hundredths_of(s.rating_before_close),
         tuple(
             FideEntry(
                 e.period,
@@ -154,7 +149,7 @@ def read_tornelo(payload: bytes) -> Published[TorneloState]:
     event = TorneloRatingChanged.model_validate_json(payload)
     s = event.state
     state = TorneloState(
-        _h_or_none(s.rating),
+        hundredths_of(s.rating),
         s.rated_games,
         s.seq,
         _h(s.k_modifier),

@@ -126,7 +126,7 @@ def plan(
             if item.expected_seq is not None and current.seq != item.expected_seq:
                 seeded: SeedOutcome[S] = SeedOutcome(SeedVerdict.MOVED)
             else:
-                seeded = engine.seed(item.row, current, item.force)
+                seeded = engine.seed(item.row, current, item.force, calendar)
             updates: tuple[Update[S], ...] = () if seeded.update is None else (seeded.update,)
             write = Write("", b"", reads, updates) if updates else None
             outcome: GameOutcome[S] | SeedOutcome[S] | CloseOutcome[S] = seeded

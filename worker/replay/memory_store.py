@@ -13,11 +13,12 @@ Memory grows with the number of ratings and of distinct games only. A game is re
 replay keeps no outboxes (`keep_outboxes=False`): it writes each game's events as it goes.
 
 For a per-period system it also holds what the service will keep beside the states: the
-calendar (what is closed, the snapshot's) and the index of the ratings with recorded games in
+calendar (what is closed, the snapshot's), the index of the ratings with recorded games in
 each period (`index`, kept by `apply` from each written state's pending periods: a rating is
 added when it records a game of a period, and the period's set is dropped by whoever finishes
 its close; a rating closed meanwhile by its next game stays listed, and its close then finds
-nothing left to close).
+nothing left to close), and the period whose close is in progress (`closing`; see
+`worker.replay.closes`).
 """
 
 import hashlib
@@ -62,11 +63,16 @@ class MemoryBackend(Generic[S]):
         self.calendar = calendar  # a per-period system's: what is closed
         self.pending = pending  # a per-period system's: the periods a state has recorded games of
         self.index: dict[str, set[str]] = {}  # period -> the ratings with recorded games of it
+        self.closing: str | None = None  # a per-period system's period marked whose close is not finished
         self.states: dict[str, S] = {}
         self.games: dict[int, int] = {}
         self.outboxes: dict[str, list[bytes]] = {}
         self.leases: dict[str, tuple[str, float]] = {}  # rating -> (token, expires at)
         self.marks: dict[tuple[str, int], int] = {}
+
+    def state(self, rating: str) -> S:
+        """A rating's state (the unseen state if it has none)."""
+        return self.states.get(rating, self.unseen)
 
     def record(self, game_id: str) -> bytes | None:
         """The game's idempotency record (its facts digest), if it was applied or skipped."""

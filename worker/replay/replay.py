@@ -7,10 +7,9 @@ and dead letters are written in the order of its lines. Streams its input: memor
 the ratings and the distinct games seen (see `MemoryBackend`), never with the file size.
 
 A per-period system's file also holds close lines (`{"control": "close", "period": P}`): the
-games before one are applied first; then each period the close marks (`Engine.marks`: fide
-every open month up to P with recorded games, oldest first) is marked in the store's calendar
-and every rating with recorded games of it is closed, in the byte order of their keys, before
-the next period is marked and before the lines after it.
+games before one are applied first; then the close is made whole (`worker.replay.closes`: each
+period it marks, in turn, marked in the store's calendar and every rating with recorded games
+of it closed, in the byte order of their keys), before the lines after it.
 """
 
 import gc
@@ -21,11 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TextIO
 
-from schemas.close_line import CloseLine
 from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, ErrorKind, decode_line
-from worker.engine.engine import CloseOutcome, Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict
-from worker.engine.schedule import CloseItem, SeedItem, apply_in_order
+from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict
+from worker.engine.schedule import SeedItem, apply_in_order
+from worker.replay.closes import close_period
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.replay.progress import Progress
 from worker.rules.system import S
@@ -152,7 +151,12 @@ async def replay(
                 else:  # a close line: the games before it first
                     await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
                     chunk = []
-                    await close_periods(engine, backend, decoded, out, counts)
+                    closed = await close_period(engine, store, decoded.period)
+                    counts.close_lines += 1
+                    counts.periods_closed += len(closed.marked)
+                    counts.close_events += len(closed.updates)
+                    counts.events += len(closed.updates)
+                    out.writelines(update.payload + b"\n" for update in closed.updates)
             if len(chunk) >= CHUNK_LINES:
                 await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
                 chunk = []
@@ -160,33 +164,6 @@ async def replay(
                     progress.update(games.tell() if games.seekable() else None, counts.games)
         await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
     return counts, backend
-
-
-async def close_periods(
-    engine: Engine[S], backend: MemoryBackend[S], line: CloseLine, out: BinaryIO, counts: ReplayCounts
-) -> None:
-    """A close line: each period it marks, in order, marked in the calendar, then every rating
-    with recorded games of it closed, in the byte order of their keys (contract v2, "Order of the
-    events"); a period is marked only once the one before it is closed."""
-    counts.close_lines += 1
-    store = MemoryStore(backend)
-    states, unseen = backend.states, backend.unseen
-
-    def lookup(key: str) -> S:
-        return states.get(key, unseen)
-
-    for period in engine.marks(backend.calendar, line.period, backend.index.keys()):
-        backend.calendar = engine.marked(backend.calendar, period)
-        counts.periods_closed += 1
-        keys = engine.close_order(backend.index.pop(period, ()))
-        for start in range(0, len(keys), CHUNK_LINES):
-            items = [CloseItem(period, key) for key in keys[start : start + CHUNK_LINES]]
-            for p in await apply_in_order(engine, store, items, lookup):
-                assert isinstance(p.outcome, CloseOutcome)
-                if p.outcome.update is not None:
-                    out.write(p.outcome.update.payload + b"\n")
-                    counts.close_events += 1
-                    counts.events += 1
 
 
 async def _apply_chunk(
@@ -198,7 +175,10 @@ async def _apply_chunk(
     max_message_bytes: int,
     counts: ReplayCounts,
 ) -> None:
-    planned = iter(await apply_in_order(engine, store, [g for _, _, g in chunk if isinstance(g, GameFinished)]))
+    games = [g for _, _, g in chunk if isinstance(g, GameFinished)]
+    # A per-period system's game may close a player first, reading other ratings (fide's held
+    # games' opponents): through the store's lookup. (`rate` closes whole: none is left to close.)
+    planned = iter(await apply_in_order(engine, store, games, store.backend.state))
     for number, raw, decoded in chunk:
         if isinstance(decoded, BadInput):
             counts.dead_letters[decoded.kind] += 1

@@ -36,11 +36,10 @@ from schemas.types import ID_PATTERN
 from worker.rules.arena import arena_category
 from worker.rules.categories import Category
 from worker.rules.finished_at import month_number, month_of, next_month, refusal
-from worker.rules.hundredths import ONE, Hundredths, Points, round_half_up
+from worker.rules.hundredths import ONE, RESULT_SCORES, Hundredths, Points, round_half_away, round_half_up
 from worker.rules.period_system import Lookup
 from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 from worker.rules.tables import dp_for, pd_higher
-from worker.rules.uscf_cc import round_half_away
 
 LOWEST = Hundredths(1400 * ONE)  # the lowest published rating (7.1.4, 7.2.1)
 HIGHEST_FIRST = 2200  # the highest initial rating (8.2.3), in points
@@ -54,11 +53,6 @@ NEW_GAMES = 30  # K 40 until 30 games (F12)
 TOP = 2400  # reached_2400: K 10 for good (F10, F11)
 JUNIOR_BELOW, JUNIOR_YEARS = 2300, 18
 K_TIMES_N = 700
-SCORES = {
-    "1-0": (Hundredths(100), Hundredths(0)),
-    "1/2-1/2": (Hundredths(50), Hundredths(50)),
-    "0-1": (Hundredths(0), Hundredths(100)),
-}
 
 
 class Held(NamedTuple):
@@ -370,7 +364,7 @@ class FideRules:
         """Counted at once when `period` is the oldest open month (its list ratings are the current
         ones: both players are closed for every closed month); held otherwise (section 5)."""
         at_once = calendar is not None and period == next_month(calendar)
-        white_score, black_score = SCORES[game.result]
+        white_score, black_score = RESULT_SCORES[game.result]
         detail = recorded_detail(period)
         return Rated(
             Change(

@@ -25,11 +25,11 @@ modifiers in hundredths, E in millionths.
 """
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
-from typing import ClassVar, NamedTuple, NewType, cast
+from typing import NamedTuple, NewType, cast
 
 from schemas.close_line import TorneloCloseLine
 from schemas.game_finished import GameFinished
@@ -37,10 +37,9 @@ from schemas.tornelo_game import TorneloGameFinished
 from schemas.types import ID_PATTERN
 from worker.rules.arena import arena_category
 from worker.rules.categories import Category
-from worker.rules.hundredths import ONE, Hundredths, parse_fixed2, round_half_up
+from worker.rules.hundredths import ONE, RESULT_SCORES, Hundredths, parse_fixed2, round_half_away, round_half_up
 from worker.rules.period_system import Lookup
 from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
-from worker.rules.uscf_cc import round_half_away
 
 Millionths = NewType("Millionths", int)  # an expected score, or a sum of them: 0.240253 is 240253
 
@@ -54,11 +53,6 @@ DEFAULT_K: Mapping[str, tuple[int, int]] = MappingProxyType({"rapid": (20, 10), 
 DEFAULT_BONUS_FACTOR = Hundredths(100)
 DEFAULT_MODIFIER = Hundredths(100)
 MIN_MODIFIER, MAX_MODIFIER = Hundredths(1), Hundredths(1000)
-SCORES = {
-    "1-0": (Hundredths(100), Hundredths(0)),
-    "1/2-1/2": (Hundredths(50), Hundredths(50)),
-    "0-1": (Hundredths(0), Hundredths(100)),
-}
 
 
 class Entry(NamedTuple):
@@ -100,7 +94,52 @@ class TorneloDetail(NamedTuple):
 
 
 UNSEEN = TorneloState()
-Ended = Mapping[str, int]  # the calendar: each ended tournament and the order it was marked in
+
+
+class Ended:
+    """Tornelo's calendar: the ended tournaments, in the order they were marked (section 4). Marks
+    only append, so every calendar is a prefix, of its own length, of one shared record
+    (tournament -> its place): a mark costs O(1), not a copy of every tournament ever ended (the
+    ends are kept for good), and an earlier calendar stays what it was."""
+
+    __slots__ = ("_places", "_size")
+
+    def __init__(self, places: dict[str, int] | None = None, size: int = 0) -> None:
+        self._places = {} if places is None else places
+        self._size = size
+
+    def __contains__(self, tournament: object) -> bool:
+        place = self._places.get(tournament) if isinstance(tournament, str) else None
+        return place is not None and place < self._size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[str]:
+        """The ended tournaments in the order they were marked."""
+        return iter(sorted((t for t, i in self._places.items() if i < self._size), key=self._places.__getitem__))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ended) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by content, which a mark extends
+
+    def __repr__(self) -> str:
+        return f"Ended({list(self)!r})"
+
+    def place(self, tournament: str) -> int:
+        """Its place in the order of the marks (0 first)."""
+        return self._places[tournament]
+
+    def marked(self, tournament: str) -> "Ended":
+        """This calendar with `tournament` marked ended last (itself if it has ended already)."""
+        if tournament in self:
+            return self
+        places = self._places
+        if len(places) != self._size:  # marked from an earlier calendar: a record of its own from here
+            places = {t: i for t, i in places.items() if i < self._size}
+        places[tournament] = self._size
+        return Ended(places, self._size + 1)
 
 
 # --- the arithmetic (sections 6 and 7)
@@ -259,8 +298,11 @@ class TorneloRules:
     paired_kinds = frozenset({Kind.PERIOD_GAME})  # a recorded game records both players
     seed_header = SEED_HEADER
     fact_names = "white, black, result, termination, rated, time control or tournament_id"
-    opening: ClassVar[Ended] = MappingProxyType({})
     close_line = TorneloCloseLine
+
+    @property
+    def opening(self) -> Ended:
+        return Ended()  # a record of its own for each deployment (marks append to it)
 
     def category(self, game: GameFinished) -> Category | Skip:
         return arena_category(game)
@@ -288,7 +330,7 @@ class TorneloRules:
         black: TorneloState,
     ) -> Rated[TorneloState]:
         """Both players valued from the states before the game (section 5)."""
-        white_score, black_score = SCORES[game.result]
+        white_score, black_score = RESULT_SCORES[game.result]
         w = valued(white.rating, black.rating, white_score, period)
         b = valued(black.rating, white.rating, black_score, period)
         both = white.rating is not None and black.rating is not None
@@ -311,7 +353,7 @@ class TorneloRules:
         """A one-game event (7.4): each player settled with the entry of that game alone, both from
         the states before it; a player it does not change gets no event."""
         tournament = _tornelo(game).tournament_id
-        white_score, black_score = SCORES[game.result]
+        white_score, black_score = RESULT_SCORES[game.result]
         w = settled(white, valued(white.rating, black.rating, white_score, tournament), category, self.parameters)
         b = settled(black, valued(black.rating, white.rating, black_score, tournament), category, self.parameters)
         return Rated(
@@ -325,14 +367,14 @@ class TorneloRules:
     def closing(self, state: TorneloState, calendar: Ended) -> tuple[str, ...]:
         """Its entries of ended tournaments, in the order they were marked ended (section 4)."""
         ended = [cast(str, e.tournament_id) for e in state.pending if e.tournament_id in calendar]
-        return tuple(sorted(ended, key=calendar.__getitem__)) if ended else ()
+        return tuple(sorted(ended, key=calendar.place)) if ended else ()
 
     def to_mark(self, calendar: Ended, period: str, recorded: Collection[str]) -> tuple[str, ...]:
         """The tournament, unless it has ended already (a close of it then does nothing)."""
         return () if period in calendar else (period,)
 
     def marked(self, calendar: Ended, period: str) -> Ended:
-        return MappingProxyType({**calendar, period: len(calendar)})
+        return calendar.marked(period)
 
     def close(
         self, period: str, category: str, state: TorneloState, lookup: Lookup[TorneloState]

@@ -1,8 +1,8 @@
 """A close that takes some ratings at once and leaves the others to be closed by their next game,
-over the store in memory (`MemoryBackend`, `MemoryStore`) and the schedule (`apply_in_order`,
-`CloseItem`), as the service will run closes: each rating gets the same events as `rate`, whose
-close lines close whole (fide-period.md section 9 and example 16; tornelo.md section 9 and example
-20; events-v2 "Order of the events").
+over the store in memory (`MemoryBackend`, `MemoryStore`) with the close procedure of `rate`
+(`worker.replay.closes`, given the ratings to take at once), as the service will run closes:
+each rating gets the same events as `rate`, whose close lines close whole (fide-period.md
+section 9 and example 16; tornelo.md section 9 and example 20; events-v2 "Order of the events").
 
 The games go through the store in batches of several (as the worker's batches), so a game whose
 player is closed first by it reads, for fide's held games, its opponents' list ratings through the
@@ -21,17 +21,18 @@ from schemas.game_finished import GameFinished
 from tests.support.period_streams import Close, per_key
 from tests.unit.engine import test_fide_stream_properties as fide
 from tests.unit.engine import test_tornelo_stream_properties as tornelo
-from worker.engine.engine import CloseOutcome, Engine, GameOutcome, SeedOutcome
-from worker.engine.schedule import CloseItem, Item, SeedItem, apply_in_order
+from worker.engine.engine import CloseOutcome, Engine, GameOutcome, SeedOutcome, Update
+from worker.engine.schedule import Item, SeedItem, apply_in_order
+from worker.replay.closes import close_period, finish_close
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 
 BATCH = 4  # games applied together, as one batch of the worker
 
 
 class Service:
-    """The store in memory, driven as the service will: closes marked period by period, the last
-    one taking only some ratings at once; a close in progress finished before the next mark and
-    before an import."""
+    """The store in memory, closed as the service will close it (`worker.replay.closes`): the last
+    period a close marks takes only some ratings at once; a close in progress is finished before
+    the next one and before an import."""
 
     def __init__(self, engine: Engine[Any]) -> None:
         periods = engine.periods
@@ -41,40 +42,25 @@ class Service:
             engine.rules.unseen, keep_outboxes=False, calendar=periods.opening, pending=periods.pending
         )
         self.store = MemoryStore(self.backend)
-        self.in_progress: str | None = None
         self.payloads: dict[str, list[bytes]] = defaultdict(list)
 
-    def lookup(self, key: str) -> Any:
-        return self.backend.states.get(key, self.backend.unseen)
+    def keep(self, updates: Sequence[Update[Any]]) -> None:
+        for update in updates:
+            self.payloads[update.key].append(update.payload)
 
     async def apply(self, items: Sequence[Item]) -> None:
-        for p in await apply_in_order(self.engine, self.store, items, self.lookup):
+        for p in await apply_in_order(self.engine, self.store, items, self.backend.state):
             outcome = p.outcome
             if isinstance(outcome, GameOutcome):
-                updates = list(outcome.updates)
-            elif isinstance(outcome, (SeedOutcome, CloseOutcome)):
-                updates = [] if outcome.update is None else [outcome.update]
-            for update in updates:
-                self.payloads[update.key].append(update.payload)
+                self.keep(outcome.updates)
+            elif isinstance(outcome, (SeedOutcome, CloseOutcome)) and outcome.update is not None:
+                self.keep([outcome.update])
 
     async def close(self, period: str, take: Callable[[str], bool]) -> None:
-        await self.finish()
-        marks = self.engine.marks(self.backend.calendar, period, self.backend.index.keys())
-        for i, marked in enumerate(marks):
-            self.backend.calendar = self.engine.marked(self.backend.calendar, marked)
-            self.in_progress = marked
-            keys = self.engine.close_order(self.backend.index.get(marked, ()))
-            last = i == len(marks) - 1
-            await self.apply([CloseItem(marked, key) for key in keys if not last or take(key)])
-            if not last:
-                await self.finish()
+        self.keep((await close_period(self.engine, self.store, period, take)).updates)
 
     async def finish(self) -> None:
-        if self.in_progress is None:
-            return
-        period, self.in_progress = self.in_progress, None
-        keys = self.engine.close_order(self.backend.index.pop(period, ()))
-        await self.apply([CloseItem(period, key) for key in keys])
+        self.keep(await finish_close(self.engine, self.store))
 
 
 async def run(system: ModuleType, stream: Any, takes: list[frozenset[str]]) -> dict[str, list[bytes]]:

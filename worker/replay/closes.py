@@ -1,0 +1,80 @@
+"""Closing a per-period system's periods over the store in memory: a close line of `rate`, and the
+steps the service's `close-period` will take over Redis.
+
+The store keeps the calendar (what is closed), the index of the ratings with recorded games of
+each period, and the period whose close is in progress (`MemoryBackend`). Each rating is closed by
+the engine like a game is applied (`CloseItem` through `apply_in_order`), so a close reads and
+writes states the way the worker's batches do.
+"""
+
+from collections.abc import Callable, Iterable
+from typing import Generic, NamedTuple
+
+from worker.engine.engine import CloseOutcome, Engine, Update
+from worker.engine.schedule import CloseItem, apply_in_order
+from worker.replay.memory_store import MemoryStore
+from worker.rules.system import S
+
+# Ratings closed per batch: as many as a chunk of `rate`'s games (see worker.replay.replay).
+CLOSE_BATCH = 64
+
+
+class Closed(NamedTuple, Generic[S]):
+    marked: tuple[str, ...]  # the periods the close marked closed, in order
+    updates: list[Update[S]]  # its close events, in order
+
+
+async def close_period(
+    engine: Engine[S], store: MemoryStore[S], period: str, take: Callable[[str], bool] | None = None
+) -> Closed[S]:
+    """A close of `period`, in order (contract v2, "Order of the events"):
+
+    1. a close still in progress is finished (`finish_close`): a period is marked only once the
+       close of the one before it is finished;
+    2. each period the close marks (`Engine.marks`: fide every open month up to `period` with
+       recorded games, oldest first, then `period`; tornelo `period` unless ended), in turn, is
+       marked in the calendar; then every rating with recorded games of it is closed, in the byte
+       order of their keys, and the period leaves the index;
+    3. of the last period marked, only the ratings `take` accepts are closed at once, when it is
+       given: the close stays in progress, and each other rating is closed by its next game (the
+       engine closes a player first) or by `finish_close` (the service's close in progress; `rate`
+       takes them all).
+    """
+    backend = store.backend
+    updates = await finish_close(engine, store)
+    marked = engine.marks(backend.calendar, period, frozenset(backend.index))
+    for i, month in enumerate(marked):
+        backend.calendar = engine.marked(backend.calendar, month)
+        backend.closing = month
+        if take is not None and i == len(marked) - 1:
+            keys = engine.close_order(backend.index.get(month, ()))
+            updates += await _close(engine, store, month, [key for key in keys if take(key)])
+        else:
+            updates += await finish_close(engine, store)
+    return Closed(marked, updates)
+
+
+async def finish_close(engine: Engine[S], store: MemoryStore[S]) -> list[Update[S]]:
+    """The close in progress finished: every rating of its period not closed yet (the others hold
+    no game of it any more: the engine returns nothing for them), in order; then none is in progress."""
+    backend = store.backend
+    period = backend.closing
+    if period is None:
+        return []
+    updates = await _close(engine, store, period, engine.close_order(backend.index.get(period, ())))
+    backend.index.pop(period, None)
+    backend.closing = None
+    return updates
+
+
+async def _close(engine: Engine[S], store: MemoryStore[S], period: str, keys: Iterable[str]) -> list[Update[S]]:
+    """The ratings `keys` closed for `period`, in batches, in that order; their close events."""
+    keys = list(keys)
+    updates = []
+    for start in range(0, len(keys), CLOSE_BATCH):
+        items = [CloseItem(period, key) for key in keys[start : start + CLOSE_BATCH]]
+        for p in await apply_in_order(engine, store, items, store.backend.state):
+            assert isinstance(p.outcome, CloseOutcome)
+            if p.outcome.update is not None:
+                updates.append(p.outcome.update)
+    return updates
