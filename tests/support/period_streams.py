@@ -52,6 +52,13 @@ class Stream:
         return sum(isinstance(item, Close) for item in self.items)
 
 
+def close_of(event_id: str) -> str | None:
+    """The period (a month, a tournament) an event id `period/{P}/{player}/{category}` closes, or
+    None for another origin (events-v2.md, "event_id")."""
+    parts = event_id.split("/")
+    return parts[1] if parts[0] == "period" else None
+
+
 def line(item: Item) -> bytes:
     """An item as a line of `rate`'s input file (an import has none: `rate` seeds first only)."""
     assert not isinstance(item, Import)

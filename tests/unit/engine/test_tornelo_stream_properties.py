@@ -26,7 +26,7 @@ from schemas.rating_changed_periods import TorneloRatingChanged
 from schemas.rating_changed_v2 import RATING_CHANGED_V2
 from schemas.tornelo_game import TorneloGameFinished
 from tests.support import period_streams
-from tests.support.period_streams import Close, Import, Item, Replayer, Stream, line, per_key
+from tests.support.period_streams import Close, Import, Item, Replayer, Stream, close_of, line, per_key
 from worker.engine.engine import Engine, SeedVerdict, Update, Verdict
 from worker.engine.events_periods import read_tornelo
 from worker.replay.replay import replay as rate
@@ -168,12 +168,6 @@ def event(payload: bytes) -> TorneloRatingChanged:
     parsed = RATING_CHANGED_V2.validate_json(payload)
     assert isinstance(parsed, TorneloRatingChanged)
     return parsed
-
-
-def close_of(event_id: str) -> str | None:
-    """The tournament an event id `period/{T}/{player}/{category}` closes, or None for another origin."""
-    parts = event_id.split("/")
-    return parts[1] if parts[0] == "period" else None
 
 
 def display(rating: Decimal | None) -> int:
