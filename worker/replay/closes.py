@@ -8,7 +8,6 @@ writes states the way the worker's batches do.
 """
 
 from collections.abc import Callable, Iterable
-from typing import Generic, NamedTuple
 
 from worker.engine.engine import CloseOutcome, Engine, Update
 from worker.engine.schedule import CloseItem, apply_in_order
@@ -18,16 +17,16 @@ from worker.rules.system import S
 # Ratings closed per batch: as many as a chunk of `rate`'s games (see worker.replay.replay).
 CLOSE_BATCH = 64
 
-
-class Closed(NamedTuple, Generic[S]):
-    marked: tuple[str, ...]  # the periods the close marked closed, in order
-    updates: list[Update[S]]  # its close events, in order
+# Takes each close event, in order, as its batch is applied: a close holds no more than a batch
+# of them (a month's close of fide makes one for every rating that played in it).
+Emit = Callable[[Update[S]], object]
 
 
 async def close_period(
-    engine: Engine[S], store: MemoryStore[S], period: str, take: Callable[[str], bool] | None = None
-) -> Closed[S]:
-    """A close of `period`, in order (contract v2, "Order of the events"):
+    engine: Engine[S], store: MemoryStore[S], period: str, emit: Emit[S], take: Callable[[str], bool] | None = None
+) -> tuple[str, ...]:
+    """A close of `period`, its events given to `emit` in order (contract v2, "Order of the
+    events"); the periods it marked closed, in order:
 
     1. a close still in progress is finished (`finish_close`): a period is marked only once the
        close of the one before it is finished;
@@ -41,40 +40,38 @@ async def close_period(
        takes them all).
     """
     backend = store.backend
-    updates = await finish_close(engine, store)
+    await finish_close(engine, store, emit)
     marked = engine.marks(backend.calendar, period, frozenset(backend.index))
     for i, month in enumerate(marked):
         backend.calendar = engine.marked(backend.calendar, month)
         backend.closing = month
         if take is not None and i == len(marked) - 1:
             keys = engine.close_order(backend.index.get(month, ()))
-            updates += await _close(engine, store, month, [key for key in keys if take(key)])
+            await _close(engine, store, month, [key for key in keys if take(key)], emit)
         else:
-            updates += await finish_close(engine, store)
-    return Closed(marked, updates)
+            await finish_close(engine, store, emit)
+    return marked
 
 
-async def finish_close(engine: Engine[S], store: MemoryStore[S]) -> list[Update[S]]:
+async def finish_close(engine: Engine[S], store: MemoryStore[S], emit: Emit[S]) -> None:
     """The close in progress finished: every rating of its period not closed yet (the others hold
-    no game of it any more: the engine returns nothing for them), in order; then none is in progress."""
+    no game of it any more: the engine returns nothing for them), its events given to `emit` in
+    order; then none is in progress."""
     backend = store.backend
     period = backend.closing
     if period is None:
-        return []
-    updates = await _close(engine, store, period, engine.close_order(backend.index.get(period, ())))
+        return
+    await _close(engine, store, period, engine.close_order(backend.index.get(period, ())), emit)
     backend.index.pop(period, None)
     backend.closing = None
-    return updates
 
 
-async def _close(engine: Engine[S], store: MemoryStore[S], period: str, keys: Iterable[str]) -> list[Update[S]]:
-    """The ratings `keys` closed for `period`, in batches, in that order; their close events."""
+async def _close(engine: Engine[S], store: MemoryStore[S], period: str, keys: Iterable[str], emit: Emit[S]) -> None:
+    """The ratings `keys` closed for `period`, in batches, in that order; their close events to `emit`."""
     keys = list(keys)
-    updates = []
     for start in range(0, len(keys), CLOSE_BATCH):
         items = [CloseItem(period, key) for key in keys[start : start + CLOSE_BATCH]]
         for p in await apply_in_order(engine, store, items, store.backend.state):
             assert isinstance(p.outcome, CloseOutcome)
             if p.outcome.update is not None:
-                updates.append(p.outcome.update)
-    return updates
+                emit(p.outcome.update)

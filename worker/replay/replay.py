@@ -18,11 +18,12 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, BinaryIO, TextIO
 
 from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, ErrorKind, decode_line
-from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict
+from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Update, Verdict
 from worker.engine.schedule import SeedItem, apply_in_order
 from worker.replay.closes import close_period
 from worker.replay.memory_store import MemoryBackend, MemoryStore
@@ -151,12 +152,9 @@ async def replay(
                 else:  # a close line: the games before it first
                     await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
                     chunk = []
-                    closed = await close_period(engine, store, decoded.period)
+                    marked = await close_period(engine, store, decoded.period, partial(_write_close, out, counts))
                     counts.close_lines += 1
-                    counts.periods_closed += len(closed.marked)
-                    counts.close_events += len(closed.updates)
-                    counts.events += len(closed.updates)
-                    out.writelines(update.payload + b"\n" for update in closed.updates)
+                    counts.periods_closed += len(marked)
             if len(chunk) >= CHUNK_LINES:
                 await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
                 chunk = []
@@ -164,6 +162,12 @@ async def replay(
                     progress.update(games.tell() if games.seekable() else None, counts.games)
         await _apply_chunk(engine, store, chunk, out, dlq, max_message_bytes, counts)
     return counts, backend
+
+
+def _write_close(out: BinaryIO, counts: ReplayCounts, update: Update[Any]) -> None:
+    out.write(update.payload + b"\n")
+    counts.close_events += 1
+    counts.events += 1
 
 
 async def _apply_chunk(

@@ -15,7 +15,7 @@ from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, SeedRow, SeedVerdict, Update, Verdict
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
-from worker.rules.hundredths import Hundredths, Points
+from worker.rules.hundredths import Hundredths, Points, display
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.system import Kind, Skip
 
@@ -359,6 +359,14 @@ def test_displays_use_the_training_rating_while_unrated(training: int) -> None:
     }
     for kind, update in kinds.items():
         assert (doc(update)["display_before"], doc(update)["display_after"]) == shown[kind]
+
+
+@pytest.mark.parametrize("rating", [-15050, -15049, -1, 0, 49, 50, 179949, 179950, 180049, 180050, 10**12 + 50])
+def test_the_engines_display_is_the_rules_display_of_the_rating(rating: int) -> None:
+    """Engine.display computes hundredths.display inline (the hot path): the two agree, halves
+    upwards, negative ratings (uscf-cc's) included."""
+    engine = Engine(ArenaRules(), Points(1200))
+    assert engine.display(RatingState(Hundredths(rating), 40, (), 7)) == display(Hundredths(rating))
 
 
 def test_1799_60_winning_0_60_becomes_1800_20_and_both_display_1800() -> None:

@@ -46,7 +46,10 @@ class Service:
 
     def keep(self, updates: Sequence[Update[Any]]) -> None:
         for update in updates:
-            self.payloads[update.key].append(update.payload)
+            self.keep_one(update)
+
+    def keep_one(self, update: Update[Any]) -> None:
+        self.payloads[update.key].append(update.payload)
 
     async def apply(self, items: Sequence[Item]) -> None:
         for p in await apply_in_order(self.engine, self.store, items, self.backend.state):
@@ -57,10 +60,10 @@ class Service:
                 self.keep([outcome.update])
 
     async def close(self, period: str, take: Callable[[str], bool]) -> None:
-        self.keep((await close_period(self.engine, self.store, period, take)).updates)
+        await close_period(self.engine, self.store, period, self.keep_one, take)
 
     async def finish(self) -> None:
-        self.keep(await finish_close(self.engine, self.store))
+        await finish_close(self.engine, self.store, self.keep_one)
 
 
 async def run(system: ModuleType, stream: Any, takes: list[frozenset[str]]) -> dict[str, list[bytes]]:
