@@ -99,7 +99,7 @@ class FideSimulation(PeriodSimulation):
     def game_lines(self, games: int, bad_share: float = 0.0, redelivery_share: float = 0.0) -> Iterator[bytes]:
         """The stream, opened by a close of the month before its first game: it closes nothing
         (no game yet) and sets the latest closed month, so that the games of the first month are
-        counted at once rather than held one by one (as a deployment starts: `close-period --init`)."""
+        counted at once rather than held one by one."""
         self._mean_step = self.SPAN.total_seconds() / games
         yield _control_line(_month_period(_month_index(self.START) - 1))
         yield from super().game_lines(games, bad_share, redelivery_share)

@@ -332,8 +332,8 @@ class Engine(Generic[S]):
         equal to the state it has (seq aside) is skipped, a rating with state is refused unless
         forced; otherwise the row's state is written and announced by an `imported` event. A
         per-period system's rating is refused, forced or not, while it holds games of a period
-        the calendar has closed (its close comes before anything else happens to it: the service
-        refuses imports while a close is in progress), or where the system says (`seedable`)."""
+        the calendar has closed (its close comes before anything else happens to it), or where
+        the system says (`seedable`)."""
         seeded = self.rules.seeded(row, current)  # with current's seq
         if current.seq > 0 and seeded == current:
             return SeedOutcome(SeedVerdict.UNCHANGED)
