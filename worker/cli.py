@@ -268,6 +268,14 @@ def cmd_replay_dead_letters(args: argparse.Namespace) -> int:
         f" ({report.from_source} from the original record, {len(report.unrecoverable)} unrecoverable){left_out}",
         file=sys.stderr,
     )
+    if report.renamed_back:  # the contract's ambiguity (split_headers): say which reading was taken
+        print(
+            f"replay-dead-letters: {report.renamed_back} headers original.<error header> in"
+            f" {report.renamed_letters} dead letters taken as renamed by the worker,"
+            f" {'replayed' if args.apply else 'would be replayed'} as <error header> (a header the producer"
+            ' itself named so cannot be told apart: the contract, "Bad input")',
+            file=sys.stderr,
+        )
     return FAILED if report.unrecoverable else 0
 
 

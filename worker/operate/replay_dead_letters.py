@@ -10,7 +10,9 @@ acknowledged by every in-sync replica, as the original:
 - its key and value, and its original headers (the dead letter's own headers before its error
   headers, an `original.<name>` renamed back to `<name>`), plus `replayed.from`
   (`<dead-letter topic>/<partition>/<offset>`), so a record dead-lettered again says where it
-  came from;
+  came from. A dead letter cannot tell a header it renamed `original.<name>` from one the
+  record already bore under that name (contract v1, "Bad input"): every such header is taken
+  as renamed, and the command counts and says so (see `split_headers`);
 - a dead letter that holds less than the original (a `too_large` value cut to
   `RATING_MAX_MESSAGE_BYTES`, or a letter cut to fit the broker: `error.truncated`) is replayed
   from the original record instead, read again from the input topic at `source.partition` and
@@ -84,19 +86,29 @@ class Report:
     from_source: int = 0  # replayed from the input topic's original record
     unrecoverable: list[str] = field(default_factory=list)  # cut dead letters whose original is gone
     replayed: int = 0  # produced (with --apply)
+    renamed_back: int = 0  # `original.<error header>` headers replayed as `<error header>` (see split_headers)
+    renamed_letters: int = 0  # the replayed dead letters that held them
     replayed_before: int = 0  # left out: parked again after an earlier replay (see Selection)
 
 
-def split_headers(headers: Sequence[tuple[str, bytes]]) -> tuple[Headers, dict[str, bytes]]:
-    """A dead letter's original headers (renamed back) and its error headers.
+def split_headers(headers: Sequence[tuple[str, bytes]]) -> tuple[Headers, dict[str, bytes], int]:
+    """A dead letter's original headers (renamed back), its error headers, and how many were renamed back.
 
     The error headers come last, from the last `error.kind` on; before them are the original
-    record's headers, where one named like an error header was renamed `original.<name>`."""
+    record's headers, where one named like an error header was renamed `original.<name>`.
+
+    An input header already named `original.error.kind` (or `original.` and another error
+    header's name) is copied unchanged, so it reads exactly like a renamed `error.kind`. Each is
+    taken as renamed: the replay is then the exact inverse of the rename the contract states,
+    for the producers the rename exists for (`error.kind` is a common header name), and is
+    wrong only for a producer that itself names a header `original.<error header>`. The worker
+    reads no input header, and such a record parked again gets the same headers either way."""
     names = [name for name, _ in headers]
     start = len(names) - 1 - names[::-1].index("error.kind") if "error.kind" in names else len(names)
     renamed = {f"original.{name}": name for name in (*ERROR_HEADERS, TRUNCATED_HEADER)}
     original = [(renamed.get(name, name), value) for name, value in headers[:start]]
-    return original, {name: value for name, value in headers[start:]}
+    restored = sum(1 for name, _ in headers[:start] if name in renamed)
+    return original, {name: value for name, value in headers[start:]}, restored
 
 
 def cut(kind: str, errors: dict[str, bytes]) -> bool:
@@ -107,11 +119,12 @@ def cut(kind: str, errors: dict[str, bytes]) -> bool:
 async def replay_dead_letters(settings: WorkerSettings, selection: Selection, apply: bool) -> Report:
     report = Report()
     inputs = (settings.topic_games,)  # the deployment's input topics
-    chosen: list[tuple[Replay, tuple[str, int, int] | None]] = []  # with the original to read, if cut
+    # With the original to read, if cut, and the headers renamed back otherwise.
+    chosen: list[tuple[Replay, tuple[str, int, int] | None, int]] = []
     async for batch in scan(settings, settings.topic_dead_letters):
         for record in batch:
             report.read += 1
-            original, errors = split_headers(record.headers or ())
+            original, errors, restored = split_headers(record.headers or ())
             kind = errors.get("error.kind", b"").decode(errors="replace") or "(no error.kind)"
             if not selection.selects(record.partition, record.offset, kind):
                 continue
@@ -130,13 +143,15 @@ async def replay_dead_letters(settings: WorkerSettings, selection: Selection, ap
             if cut(kind, errors) and source is None:
                 report.unrecoverable.append(f"{where}: cut, and its source headers are missing")
                 continue
-            chosen.append((Replay(where, topic, kind, record.key, record.value, original), source))
-    sources = {source for _, source in chosen if source is not None}
+            chosen.append((Replay(where, topic, kind, record.key, record.value, original), source, restored))
+    sources = {source for _, source, _ in chosen if source is not None}
     found = await _read_originals(settings, sources) if sources else {}
     replays: list[Replay] = []
-    for replay, source in chosen:
+    for replay, source, restored in chosen:
         if source is None:
             replays.append(replay)
+            report.renamed_back += restored
+            report.renamed_letters += restored > 0
         elif source in found:
             record = found[source]
             headers = list(record.headers or ())

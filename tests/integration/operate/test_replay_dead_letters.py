@@ -2,7 +2,9 @@
 nothing; a record still bad is dead-lettered again with its original headers; a record parked
 for a reason that no longer applies (a raised RATING_MAX_MESSAGE_BYTES) is applied exactly once,
 from the original record (its dead letter holds the value cut), and a second replay is a
-duplicate that changes nothing."""
+duplicate that changes nothing. A header an input record already named `original.error.kind`
+cannot be told from one the dead letter renamed: the replay restores `error.kind`, as the
+contract says, and says so."""
 
 import json
 import signal
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
@@ -49,6 +51,21 @@ async def produce_with_headers(stack: Stack, key: bytes, value: bytes, headers: 
         await (await producer.send(stack.games_topic, value, key=key, headers=headers))
     finally:
         await producer.stop()
+
+
+async def raw_headers(stack: Stack, topic: str, offset: int) -> list[tuple[str, bytes]]:
+    """The headers of partition 0's record at `offset`, as bytes and in order (read_topic makes a dict of them)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=stack.broker.bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek(tp, offset)
+        while True:
+            for records in (await consumer.getmany(tp, timeout_ms=500, max_records=1)).values():
+                return list(records[0].headers)
+    finally:
+        await consumer.stop()
 
 
 def game(game_id: str, **extra: object) -> bytes:
@@ -135,3 +152,50 @@ async def test_a_game_parked_as_too_large_is_applied_once_after_the_limit_is_rai
     changes = await read_topic(stack.broker.bootstrap, stack.ratings_topic, 1)
     assert len([r for r in changes if b"g-large" in (r.value or b"")]) == 2
     assert len(await read_topic(stack.broker.bootstrap, stack.dlq_topic, 1)) == 1  # not parked again
+
+
+async def test_a_header_already_named_original_error_kind_is_replayed_as_error_kind_and_the_command_says_so(
+    stack: Stack,
+) -> None:
+    await stack.create_topics(games=1, ratings=2)
+    bad = json.dumps({"game_id": "g-named", "rated": "yes"}).encode()
+    own = [("trace", b"t-3"), ("original.error.kind", b"named so by the producer"), ("error.message", b"theirs")]
+    await produce_with_headers(stack, b"g-named", bad, own)
+    stack.start_worker()
+    await stack.wait_committed({0: 1})
+    # The ambiguity: the producer's `original.error.kind` is copied unchanged, its `error.message`
+    # renamed `original.error.message`; in the dead letter the two look alike.
+    letter = await raw_headers(stack, stack.dlq_topic, 0)
+    assert letter[:3] == [
+        ("trace", b"t-3"),
+        ("original.error.kind", b"named so by the producer"),
+        ("original.error.message", b"theirs"),
+    ]
+    assert [name for name, _ in letter[3:]] == [
+        "error.kind",
+        "error.message",
+        "source.topic",
+        "source.partition",
+        "source.offset",
+    ]
+
+    assumed = "2 headers original.<error header> in 1 dead letters taken as renamed by the worker"
+    dry = replay(stack)
+    assert dry.status == 0, dry.stderr
+    assert f"{assumed}, would be replayed as <error header>" in dry.stderr
+
+    applied = replay(stack, "--apply")
+    assert applied.status == 0, applied.stderr
+    assert f"{assumed}, replayed as <error header>" in applied.stderr
+    assert "cannot be told apart" in applied.stderr
+    await stack.wait_committed({0: 2})
+    # As the contract says: every `original.<error header>` of the letter comes back as `<error header>`.
+    assert await raw_headers(stack, stack.games_topic, 1) == [
+        ("trace", b"t-3"),
+        ("error.kind", b"named so by the producer"),
+        ("error.message", b"theirs"),
+        ("replayed.from", f"{stack.dlq_topic}/0/0".encode()),
+    ]
+    # Still bad, it is parked again with the same original headers as the first time.
+    again = await raw_headers(stack, stack.dlq_topic, 1)
+    assert again[:4] == [*letter[:3], ("replayed.from", f"{stack.dlq_topic}/0/0".encode())]

@@ -17,8 +17,9 @@ def letter_headers(
 
 def test_the_original_headers_come_back_as_they_were() -> None:
     original = (("trace", b"t"), ("error.kind", b"theirs"), ("source.offset", b"7"), ("trace", b"again"))
-    restored, errors = split_headers(letter_headers(original, ErrorKind.INVALID_SCHEMA))
+    restored, errors, renamed = split_headers(letter_headers(original, ErrorKind.INVALID_SCHEMA))
     assert restored == list(original)
+    assert renamed == 2  # error.kind and source.offset came back from original.<name>
     assert errors == {
         "error.kind": b"invalid_schema",
         "error.message": b"why",
@@ -30,13 +31,26 @@ def test_the_original_headers_come_back_as_they_were() -> None:
 
 
 def test_a_letter_without_error_headers_is_all_original() -> None:
-    assert split_headers([("a", b"1")]) == ([("a", b"1")], {})
+    assert split_headers([("a", b"1")]) == ([("a", b"1")], {}, 0)
+
+
+def test_a_header_already_named_original_error_kind_is_taken_as_renamed() -> None:
+    """The contract's ambiguity: the producer's own `original.error.kind` and a renamed
+    `error.kind` make the same dead letter, and both are replayed as `error.kind`."""
+    theirs = letter_headers((("original.error.kind", b"x"),), ErrorKind.INVALID_JSON)
+    renamed = letter_headers((("error.kind", b"x"),), ErrorKind.INVALID_JSON)
+    assert theirs == renamed
+    restored, _, count = split_headers(theirs)
+    assert (restored, count) == ([("error.kind", b"x")], 1)
+    # Names only like an error header's are no error header's: kept as they are, not counted.
+    others = (("original.trace", b"t"), ("original.error.kinds", b"k"), ("Original.error.kind", b"o"))
+    assert split_headers(letter_headers(others, ErrorKind.INVALID_JSON))[::2] == (list(others), 0)
 
 
 def test_cut_letters_are_those_too_large_or_truncated() -> None:
     assert cut("too_large", {})
     big = tuple((f"h{i}", b"x" * 200) for i in range(40))
-    _, errors = split_headers(letter_headers(big, ErrorKind.INVALID_JSON, budget=4096))
+    _, errors, _ = split_headers(letter_headers(big, ErrorKind.INVALID_JSON, budget=4096))
     assert "error.truncated" in errors and cut("invalid_json", errors)
 
 
