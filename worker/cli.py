@@ -356,12 +356,16 @@ def cmd_restore(args: argparse.Namespace) -> int:
         print(f"refused: {refusal} (use --force to write the topic's state over it)", file=sys.stderr)
     for game in report.partial:
         print(f"partial: {game}; run rebuild and switch-over to give it back", file=sys.stderr)
+    for reason, aside in sorted(report.set_aside.items()):
+        named = ", ".join(aside.keys) + (", ..." if aside.more else "")
+        print(f"set aside: {aside.events} events {reason} (not restored): {named}", file=sys.stderr)
     print(
         f"restore: {report.written} states written ({report.forced} forced), {report.unchanged} unchanged, "
         f"{report.ahead} ahead of the topic by their outbox (left for the workers to publish), "
         f"{len(report.refused)} refused; {report.trimmed} published outbox events removed, "
         f"{report.leases_cleared} leases cleared; {report.games_recorded} game records added; "
         f"{len(report.partial)} games with a lost event; "
+        f"{sum(a.events for a in report.set_aside.values())} events set aside after tombstones; "
         + ("the store is trusted" if report.trusted else "the store stays untrusted until nothing is refused"),
         file=sys.stderr,
     )

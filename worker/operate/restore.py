@@ -14,6 +14,22 @@ of events written but not yet acknowledged by Kafka):
 5. anything else (the same seq with another state, ahead with another outbox) is refused
    with its reason, unless `force`, which writes T and empties the outbox.
 
+A tombstone (a null value, from `rating-worker erase`) forgets its key's events before it. After
+it, only a chain that starts again at seq 1 is taken: a seq 1, then copies (seq <= the chain's
+latest) and each next seq. Any other event of that key (a late copy of an event of the erased
+rating: seq 3 with no seq 1 since the tombstone, or seq 3 after the new seq 1) is set aside,
+counted with its reason and its key in the report: restoring it would bring the erased player
+back. A key without a tombstone keeps its highest seq whatever the order, as before. Compaction
+drops a record only once a later record of its key exists (a tombstone with everything before
+it, a last tombstone on its own after `delete.retention.ms`), so it leaves of each key a suffix
+of its records: a suffix without a tombstone is read as a key that never had one, and after a
+tombstone that compaction kept, everything that followed it is still there, its chain from seq 1
+complete. The limit: seq alone cannot tell a copy of the erased rating's events that happens to
+be seq 1, or to continue the new chain, from the new chain's own event; the events carry only
+the rating before the change, not the whole state before (every unrated state has none), so no
+exact check of their predecessor exists. Such a copy is taken; it can only have outlived the
+publication lease, which the contract allows.
+
 Then every game with an event on the topic gets an idempotency record without facts
 (`RESTORED`: a redelivery is a duplicate whatever its facts; existing records are kept), the
 publication leases are cleared, and, when nothing was refused, the store is trusted again:
@@ -52,6 +68,21 @@ T = TypeVar("T")
 PROGRESS_SECONDS = 2.0
 
 
+# Why an event after its key's tombstone is set aside (each follows "N events ...").
+BEFORE_SEQ_1 = "after their key's tombstone, before any seq 1"
+OFF_CHAIN = "after their key's tombstone, off the chain restarted at seq 1"
+KEYS_SHOWN = 10  # ratings named per reason: enough to act on, a line that stays readable
+
+
+@dataclass
+class SetAside:
+    """The events set aside for one reason: how many, and the first ratings they belong to."""
+
+    events: int = 0
+    keys: list[str] = field(default_factory=list)  # at most KEYS_SHOWN, in the topic's order
+    more: bool = False  # other ratings had such events too
+
+
 @dataclass
 class RestoreReport:
     records: int = 0
@@ -67,6 +98,7 @@ class RestoreReport:
     partial: list[str] = field(default_factory=list)  # "game: player/category has no event"
     leases_cleared: int = 0
     trusted: bool = False
+    set_aside: dict[str, SetAside] = field(default_factory=dict)  # events after a tombstone, by reason
 
 
 @dataclass
@@ -81,10 +113,23 @@ class Changelog(Generic[S]):
     # game -> (ratings it must change, ratings whose event was seen, newest event's timestamp ms)
     pairs: dict[str, tuple[tuple[str, ...], set[str], int]] = field(default_factory=dict)
     records: int = 0
+    # rating -> the seq its chain since its latest tombstone has reached (0: no seq 1 yet)
+    restarted: dict[str, int] = field(default_factory=dict)
+    set_aside: dict[str, SetAside] = field(default_factory=dict)  # by reason
 
     def add(self, key: str, state: S, game_id: str | None, opponent: str | None, kind: Kind, timestamp_ms: int) -> None:
-        if key not in self.latest or state.seq > self.latest[key].seq:
-            self.latest[key] = state
+        restarted = self.restarted.get(key)
+        if restarted is None:  # no tombstone yet: the highest seq wins, whatever the order
+            if key not in self.latest or state.seq > self.latest[key].seq:
+                self.latest[key] = state
+        elif state.seq == restarted + 1:
+            self.latest[key] = state  # the chain from seq 1 starts, or goes on
+            self.restarted[key] = state.seq
+        elif restarted == 0:
+            self._set_aside(BEFORE_SEQ_1, key)
+        elif state.seq > restarted:
+            self._set_aside(OFF_CHAIN, key)
+        # else a copy of an event of the new chain (seq <= its latest): nothing to change
         if game_id is None:
             return
         self.games.add(game_id)
@@ -97,6 +142,16 @@ class Changelog(Generic[S]):
         """A tombstone on `key`: forget what came before it in its partition (a later game of
         that player starts him afresh, at seq 1)."""
         self.latest.pop(key, None)
+        self.restarted[key] = 0
+
+    def _set_aside(self, reason: str, key: str) -> None:
+        aside = self.set_aside.setdefault(reason, SetAside())
+        aside.events += 1
+        if key not in aside.keys:
+            if len(aside.keys) < KEYS_SHOWN:
+                aside.keys.append(key)
+            else:
+                aside.more = True
 
     def partial_games(self, now_ms: int) -> list[str]:
         """Games that changed two ratings but have one event on the topic, too recent for
@@ -277,6 +332,7 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
         contract, codec = contract_of(rules), CODECS[settings.system]
         changelog = await read_changelog(settings, contract, rules.paired_kinds, progress)
         report.records, report.ratings, report.games = changelog.records, len(changelog.latest), len(changelog.games)
+        report.set_aside = changelog.set_aside
         say(f"restore: read {report.records} records: {report.ratings} ratings, {report.games} games")
         await reconcile(redis, prefix, changelog, force, report, codec, contract)
         await record_games(redis, prefix, changelog.games, settings.idempotency_retention_seconds * 1000, report)
