@@ -2,6 +2,7 @@
 
 import argparse
 import asyncio
+import math
 import os
 import re
 import sys
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from worker.engine.decoder import ErrorKind
 from worker.engine.engine import Engine
 from worker.engine.seed_rows import SeedFileError
+from worker.operate.external_sort import MIN_BUDGET_BYTES
 from worker.replay.progress import Progress
 from worker.replay.replay import replay
 from worker.replay.seed_file import read_seed_file
@@ -30,6 +32,10 @@ if TYPE_CHECKING:
 
 USAGE_ERROR = 2
 FAILED = 1  # a one-shot command that could not finish: a dependency unreachable, or stopped
+MIB = 1024 * 1024
+# rebuild's least --memory-mb: its two sorts of the history each hold half, and a sort takes no
+# less than MIN_BUDGET_BYTES (8 MiB: its runs are merged all at once, see external_sort).
+MIN_MEMORY_MB = 2 * MIN_BUDGET_BYTES // MIB
 T = TypeVar("T")
 
 
@@ -107,6 +113,18 @@ def _positive(text: str) -> float:
     value = _number(text)
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
+def _memory_mb(text: str) -> float:
+    value = _number(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    if value < MIN_MEMORY_MB:
+        raise argparse.ArgumentTypeError(
+            f"{text} is below the minimum, {MIN_MEMORY_MB} (each of the history's two sorts holds at least "
+            f"{MIN_BUDGET_BYTES // MIB} MiB: its runs are merged all at once)"
+        )
     return value
 
 
@@ -394,7 +412,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     seeds = _seed_rows(settings, args.seed) if args.seed else []
     prefix = _rebuild_prefix(args.prefix, settings)
     say = lambda line: print(line, file=sys.stderr)  # noqa: E731
-    memory = int(args.memory_mb * 1024 * 1024)
+    memory = int(args.memory_mb * MIB)
     report = _one_shot(settings, lambda: rebuild(settings, seeds, prefix, args.force, say, memory))
     return 1 if report.refused else 0
 
@@ -565,9 +583,10 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild.add_argument("--force", action="store_true", help="overwrite keys already under the prefix")
     rebuild.add_argument(
         "--memory-mb",
-        type=float,
+        type=_memory_mb,
         default=256.0,
-        help="memory the sorts of the history may hold before they spill to TMPDIR (the states come on top)",
+        help=f"memory the sorts of the history may hold before they spill to TMPDIR, at least {MIN_MEMORY_MB} "
+        "(the states come on top)",
     )
     rebuild.set_defaults(func=cmd_rebuild)
 

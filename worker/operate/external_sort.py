@@ -5,6 +5,7 @@ are held in memory until their sizes (as the caller counts them) pass the budget
 then sorted and written to a file of `directory`. `merged()` yields every entry in order, from
 the files and the last run still in memory, holding one entry per file at a time. Entries
 that compare equal keep no particular order: give each a unique prefix (an arrival number).
+A budget under `MIN_BUDGET_BYTES` is refused (ValueError).
 """
 
 import heapq
@@ -17,10 +18,22 @@ import msgpack
 Entry = tuple[Any, ...]
 # Python's own cost of a held entry beyond the sizes the caller counts (the tuple and its items).
 ENTRY_OVERHEAD = 120
+# The least budget a sort takes. `merged()` opens every run at once (a file and its read buffer
+# each), and a run holds at most the budget, so the runs number about the data's size over the
+# budget. At 8 MiB a run holds some 20,000 of rebuild's entries (about 400 bytes counted each):
+# the history of 10 million games the docs size for is under 500 runs, within the 1,024 files a
+# process may open by default. Less would pass that limit on such a history, with more read
+# buffers than the budget saves (a budget of 0 made one run per entry).
+MIN_BUDGET_BYTES = 8 * 1024 * 1024
 
 
 class ExternalSort:
     def __init__(self, directory: Path, budget_bytes: int) -> None:
+        if budget_bytes < MIN_BUDGET_BYTES:
+            raise ValueError(
+                f"a sort's budget of {budget_bytes} bytes is under its floor of {MIN_BUDGET_BYTES} bytes "
+                "(its runs are merged all at once: give it more memory)"
+            )
         self.directory = directory
         self.budget_bytes = budget_bytes
         self.runs: list[Path] = []
