@@ -152,9 +152,10 @@ async def rebuild(
     redis = make_redis(settings)
     try:
         await retrying(REDIS_CONNECT, redis.ping)
-        # Whose prefix it is, before anything under it is listed or cleared.
-        await own_prefix(redis, prefix, settings.system, write=False)
         found = await matching_keys(redis, f"{prefix}*")
+        # Whose prefix it is, and no other deployment's keys among those found (the owner key of
+        # a longer prefix), before anything under it is cleared.
+        await own_prefix(redis, prefix, settings.system, write=False, listed=found, setting="--prefix")
         if found and not force:
             report.refused = True
             say(f"rebuild: prefix {prefix!r} already holds keys (use --force to clear and overwrite them)")
@@ -162,7 +163,7 @@ async def rebuild(
         if found:
             report.cleared = await unlink_all(redis, found)
             say(f"rebuild: cleared {report.cleared} keys under {prefix!r}")
-        await own_prefix(redis, prefix, settings.system, write=True)
+        await own_prefix(redis, prefix, settings.system, write=True, listed=[], setting="--prefix")  # nothing left
         with tempfile.TemporaryDirectory(prefix="rating-rebuild-") as spill:
             # Each of the two sorts holds at most half the budget.
             by_id = ExternalSort(Path(spill) / "by-id", memory_bytes // 2)

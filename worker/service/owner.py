@@ -1,26 +1,71 @@
 """Which rating system owns a key prefix: `{prefix}system` (contract v2: two deployments never
 share a prefix). Every command that uses Redis checks it at start, before it writes anything or
 joins a group; one that writes claims an unowned prefix for its system. A prefix holding keys
-but no owner key predates it and belongs to `arena`."""
+but no owner key predates it and belongs to `arena`.
+
+Two deployments' prefixes never nest either: the keys of a prefix are keys under every prefix
+it starts with (`prod:glicko2:s:...` lies under `prod:g`), so a command of the shorter one would
+read, write or clear the longer one's (a `rebuild --force` clears `{prefix}*`). A command stops
+the same way on a prefix that starts with an owned one, or that is the start of one: an owner
+key (its value a rating system's name) among the keys under it."""
+
+from collections.abc import Sequence
 
 from redis.asyncio import Redis
+from redis.exceptions import NoPermissionError
 
+from worker.settings import SYSTEM_NAMES
 from worker.store import keys
 from worker.stream.retry import REDIS_COMMAND, retrying
 
 PREDATING_OWNER = "arena"
+OWNER_SUFFIX = keys.SYSTEM.encode()
+SCAN_COUNT = 1000  # keys a SCAN step looks at: each step keeps Redis busy well under a millisecond
+CHUNK = 1000  # owner keys per MGET
 
 
 class PrefixOwned(Exception):
-    """The prefix belongs to another system: one line naming both."""
+    """The prefix belongs to another system, or nests with another deployment's: one line naming both."""
 
 
-async def own_prefix(redis: Redis, prefix: str, system: str, write: bool) -> None:
-    """Raise PrefixOwned if `prefix` belongs to a system other than `system`; if `write`, record
-    `system` as its owner when the owner key is missing and nothing says otherwise."""
+async def own_prefix(
+    redis: Redis,
+    prefix: str,
+    system: str,
+    write: bool,
+    listed: Sequence[bytes] | None = None,
+    setting: str = "RATING_REDIS_KEY_PREFIX",
+) -> None:
+    """Raise PrefixOwned if `prefix` belongs to a system other than `system` or nests with an
+    owned prefix; if `write`, record `system` as its owner when the owner key is missing and
+    nothing says otherwise. `listed`: every key under the prefix, when the caller has listed
+    them (then they are not scanned again); `setting`: what the operator set the prefix with.
+
+    1. Its owner key, then those of the prefixes it starts with (one MGET): another system's
+       owner, or any owned shorter prefix, refuses.
+    2. The keys under it, when it has no owner yet or the caller listed them (one SCAN): an
+       owner key of a longer prefix among them refuses. An owned prefix is not scanned at each
+       start: step 1 of a longer prefix's claim found it, and `rebuild`, which clears, lists.
+    3. No owner and keys under it: it predates the owner key and is the arena's.
+    4. If `write`, claim it (SET NX: a claim made meanwhile by another process stands).
+    """
     owner = await _owner_key(redis, prefix)
+    if owner is not None and owner != system:
+        raise PrefixOwned(_belongs(setting, prefix, owner, system))
+    shorter = await _shorter_owner(redis, prefix)
+    if shorter is not None:
+        raise PrefixOwned(_nesting(setting, prefix, "starts with", *shorter))
+    if owner is not None and listed is None:
+        return
+    if listed is None:
+        holds, candidates = await _scan(redis, prefix)
+    else:
+        holds, candidates = bool(listed), [key for key in listed if _owner_key_of_longer(prefix, key)]
+    longer = await _longer_owner(redis, candidates)
+    if longer is not None:
+        raise PrefixOwned(_nesting(setting, prefix, "is the start of", *longer))
     if owner is None:
-        owner = PREDATING_OWNER if await _holds_keys(redis, prefix) else None
+        owner = PREDATING_OWNER if holds else None
         if write and owner in (None, system):
 
             async def claim() -> bool:
@@ -29,10 +74,22 @@ async def own_prefix(redis: Redis, prefix: str, system: str, write: bool) -> Non
             # Another process may have claimed it since: then its claim stands.
             owner = system if await retrying(REDIS_COMMAND, claim) else await _owner_key(redis, prefix)
     if owner is not None and owner != system:
-        raise PrefixOwned(
-            f"RATING_REDIS_KEY_PREFIX={prefix} belongs to the rating system {owner} ({keys.system_key(prefix)}), "
-            f"not {system}: each deployment needs a prefix of its own"
-        )
+        raise PrefixOwned(_belongs(setting, prefix, owner, system))
+
+
+def _belongs(setting: str, prefix: str, owner: str, system: str) -> str:
+    return (
+        f"{setting}={prefix} belongs to the rating system {owner} ({keys.system_key(prefix)}), "
+        f"not {system}: each deployment needs a prefix of its own"
+    )
+
+
+def _nesting(setting: str, prefix: str, relation: str, other: str, owner: str) -> str:
+    return (
+        f"{setting}={prefix} {relation} {other}, the key prefix of a {owner} deployment "
+        f"({keys.system_key(other)}): a prefix must not be the start of another deployment's, nor start with one; "
+        "choose another"
+    )
 
 
 async def _owner_key(redis: Redis, prefix: str) -> str | None:
@@ -42,12 +99,64 @@ async def _owner_key(redis: Redis, prefix: str) -> str | None:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-async def _holds_keys(redis: Redis, prefix: str) -> bool:
-    """Whether any key lies under the prefix (a prefix written before the owner key existed)."""
+async def _shorter_owner(redis: Redis, prefix: str) -> tuple[str, str] | None:
+    """The shortest prefix that `prefix` starts with and that a deployment owns, and its owner."""
+    shorter = [prefix[:end] for end in range(1, len(prefix))]
+    try:
+        values = await retrying(REDIS_COMMAND, redis.mget, [keys.system_key(s) for s in shorter])
+    except NoPermissionError:
+        # An ACL that confines the user to its prefix hides them: the shorter deployment's own
+        # commands then stop on this one's owner key (step 2 of theirs).
+        return None
+    return next(((s, owner) for s, value in zip(shorter, values, strict=True) if (owner := _system(value))), None)
 
-    async def any_key() -> bool:
-        async for _ in redis.scan_iter(match=f"{prefix}*", count=1000):
-            return True
-        return False
 
-    return await retrying(REDIS_COMMAND, any_key)
+async def _scan(redis: Redis, prefix: str) -> tuple[bool, list[bytes]]:
+    """Whether any key lies under the prefix, and which could be the owner keys of longer ones.
+
+    One SCAN (it steps through the whole keyspace whatever it matches): it matches every key
+    under the prefix until it meets one, then, on the same cursor, only the names of owner keys,
+    which Redis filters, so that a prefix of millions of keys does not send them all over. A
+    key present throughout is met by some step, under either pattern (SCAN's guarantee holds
+    per step, whatever the pattern)."""
+
+    async def scan() -> tuple[bool, list[bytes]]:
+        holds, candidates, cursor = False, list[bytes](), 0
+        while True:
+            match = f"{prefix}*{keys.SYSTEM}" if holds else f"{prefix}*"
+            cursor, found = await redis.scan(cursor, match=match, count=SCAN_COUNT)
+            holds = holds or bool(found)
+            names = (key if isinstance(key, bytes) else key.encode() for key in found)
+            candidates += [name for name in names if _owner_key_of_longer(prefix, name)]
+            if cursor == 0:
+                return holds, candidates
+
+    return await retrying(REDIS_COMMAND, scan)
+
+
+def _owner_key_of_longer(prefix: str, key: bytes) -> bool:
+    """Whether `key` (under `prefix`) is named as the owner key of a prefix longer than `prefix`."""
+    return key.endswith(OWNER_SUFFIX) and len(key) - len(OWNER_SUFFIX) > len(prefix.encode())
+
+
+async def _longer_owner(redis: Redis, candidates: list[bytes]) -> tuple[str, str] | None:
+    """Of the keys named as owner keys, the first (in byte order) holding a rating system's name,
+    as (its prefix, its owner). A key of the prefix's own whose name ends so holds something else:
+    a game's record (`g:{game_id}`, a digest), a topic's watermarks (`w:{topic}`, a hash)."""
+    candidates = sorted(candidates)
+    for start in range(0, len(candidates), CHUNK):
+        chunk = candidates[start : start + CHUNK]
+        values = await retrying(REDIS_COMMAND, redis.mget, chunk)
+        for key, value in zip(chunk, values, strict=True):
+            if owner := _system(value):
+                return key[: -len(OWNER_SUFFIX)].decode(errors="replace"), owner
+    return None
+
+
+def _system(value: bytes | str | None) -> str | None:
+    """The system an owner key of another prefix names (None when absent, or when its value names
+    no rating system: then it is no owner key)."""
+    if value is None:
+        return None
+    text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+    return text if text in SYSTEM_NAMES else None
