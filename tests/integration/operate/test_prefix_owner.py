@@ -236,3 +236,17 @@ async def test_a_deployment_confined_by_an_acl_to_its_prefix_still_claims_it(sta
     done = run(stack, "import", str(seed), system="glicko2", redis_key_prefix=GLICKO2, **confined)
     assert done.returncode == 0, done.stderr
     assert r.get(f"{GLICKO2}system") == b"glicko2"
+
+
+async def test_an_owner_key_among_the_many_keys_of_a_prefix_without_owner_is_found(stack: Stack) -> None:
+    """The scan matches every key until it meets one, then only owner keys' names: whichever
+    step meets the nested owner key, it is found, and the predating keys do not make it the arena's."""
+    r = stack.redis_client()
+    r.mset({f"rating:s:p{i}/blitz": b"an older release's state" for i in range(20_000)})
+    r.set("rating:glicko2:system", "glicko2")
+    done = run(stack, "records", "compact")
+    assert (done.returncode, done.stderr) == (
+        2,
+        nesting("RATING_REDIS_KEY_PREFIX", "rating:", "is the start of", "rating:glicko2:", "glicko2"),
+    )
+    assert r.get("rating:system") is None
