@@ -3,7 +3,10 @@
 For when a rule was corrected, or Redis lost writes whose events were never published.
 
 `rebuild` reads the input topic from its beginning up to its current end, remembering the
-offset it read up to in each partition; merges the valid games in `(finished_at, game_id)`
+offset it read up to in each partition; keeps of each game the copy the workers applied
+(`worker.operate.applied_copy`: the copy the output's events name, else the one the live
+idempotency record's facts match, else the lowest offset in its partition, then the earliest
+record timestamp, then the lowest partition); merges the kept games in `(finished_at, game_id)`
 order (finished_at as an instant, `worker.rules.instants`); applies the seed file first and
 computes every rating with the engine in memory, exactly as `rate` does. It writes under a
 fresh key prefix, never touching the live state: the states, the idempotency records of the
@@ -12,10 +15,20 @@ games whose input record arrived within the last retention, and the offsets it r
 
 **Memory does not grow with the history.** The partitions hold games in arrival order, so the
 history is sorted outside memory (`worker.operate.external_sort`, runs spilled to a temporary
-directory, `TMPDIR`, under `--memory-mb`), twice: by game id, where the first copy of each game
-in history order is kept and the others dropped (as the in-memory store would find them
-recorded: duplicates or conflicts, which change nothing), then by `(finished_at, game_id)`,
-from which the games are applied in chunks. What stays in memory is the ratings' states.
+directory, `TMPDIR`, under `--memory-mb`), twice, in four passes:
+1. the input topic is read into the sort by `(game_id, partition, offset)`;
+2. that sort is merged: a game's copies come together, in each partition's order. A game with
+   one copy, or copies that rate the same (equal but for `event_id`), goes to the sort by
+   `(finished_at, game_id)` as its first copy; a game whose copies differ (*contested*: rare,
+   a conflicting duplicate or another `finished_at`) goes there with every copy, and its
+   copies' places, timestamps, event ids and digests stay in memory (about 200 bytes a copy);
+3. only if there are contested games: the output topic is read to its end, keeping the
+   `source_event_id`s of the contested games' events, and their live idempotency records are
+   read; each contested game's kept copy is decided, and only its place (partition, offset)
+   stays in memory;
+4. the sort by time is merged and the games applied in chunks, a contested game's other
+   copies skipped.
+What stays in memory is the ratings' states and what passes 2 and 3 keep of the contested games.
 
 The switch-over that publishes what differs is `worker.operate.switch_over`.
 """
@@ -35,8 +48,9 @@ from redis.asyncio import Redis
 
 from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, decode_as, decode_input
-from worker.engine.engine import Engine, SeedRow, facts_digest
+from worker.engine.engine import Engine, SeedRow
 from worker.engine.schedule import SeedItem, apply_in_order
+from worker.operate.applied_copy import Copy, Decided, Placed, decide, digest_of, rated_facts
 from worker.operate.external_sort import ExternalSort
 from worker.operate.redis_ops import CHUNK, matching_keys, read_states, unlink_all, with_retry, write_states
 from worker.operate.topic_scan import scan
@@ -70,7 +84,7 @@ class RebuildReport:
 
 @dataclass
 class History:
-    games: list[GameFinished] = field(default_factory=list)
+    games: list[Placed] = field(default_factory=list)
     records: int = 0
     bad: int = 0
     ends: dict[int, int] = field(default_factory=dict)  # partition -> the offset read up to
@@ -100,7 +114,7 @@ async def read_history(settings: WorkerSettings, start: dict[int, int] | None = 
             except BadInput:
                 history.bad += 1
                 continue
-            history.games.append(game)
+            history.games.append(Placed(game, record.partition, record.offset, record.timestamp))
             if record.timestamp >= since_ms:
                 history.recent.add(game.game_id)
     return history
@@ -170,10 +184,18 @@ async def rebuild(
             ends = await _read_by_id(settings, by_id, report)
             say(f"rebuild: read {report.records} records ({report.bad} bad), {report.games} games; recomputing")
             by_time = ExternalSort(Path(spill) / "by-time", memory_bytes // 2)
-            await _first_copies(redis, prefix, settings, by_id, by_time)
+            decided = await _kept_copies(redis, prefix, settings, by_id, by_time)
+            if decided.kept:
+                say(
+                    f"rebuild: {len(decided.kept)} games have copies that differ; kept the one the workers applied, "
+                    f"as the output's events name it ({decided.by_output}), as the live idempotency record's facts "
+                    f"match it ({decided.by_record}), or the first arrived ({decided.by_arrival})"
+                )
             report.spilled_runs = by_id.spilled_runs + by_time.spilled_runs
             report.spilled_bytes = by_id.spilled_bytes + by_time.spilled_bytes
-            store = await _recompute_sorted(by_time, seeds, settings)
+            kept = {game_id: copy.place for game_id, copy in decided.kept.items()}
+            del decided
+            store = await _recompute_sorted(by_time, seeds, settings, kept)
         report.ratings = len(store.states)
         codec = CODECS[settings.system]
         await write_states(redis, prefix, store.states, codec)
@@ -193,9 +215,9 @@ async def rebuild(
 
 
 async def _read_by_id(settings: WorkerSettings, by_id: ExternalSort, report: RebuildReport) -> dict[int, int]:
-    """Every valid game of the input topic into `by_id`, as (game_id, instant, arrival, facts
-    digest if the record arrived within the retention or b"", record value); returns the offsets
-    read up to."""
+    """Pass 1: every valid game of the input topic into `by_id`, as (game_id, partition, offset,
+    record timestamp, instant, facts digest if the record arrived within the retention or b"",
+    record value); returns the offsets read up to."""
     ends: dict[int, int] = {}
     since_ms = (int(time.time()) - settings.idempotency_retention_seconds) * 1000
     rules = settings.rules()
@@ -212,42 +234,69 @@ async def _read_by_id(settings: WorkerSettings, by_id: ExternalSort, report: Reb
                 report.bad += 1
                 continue
             seconds, fraction = instant(game.finished_at)
-            recent = _digest(rules, game) if record.timestamp >= since_ms else b""
-            entry = (game.game_id, seconds, fraction, report.games, recent, value)
+            recent = digest_of(rules, game) if record.timestamp >= since_ms else b""
+            entry = (game.game_id, record.partition, record.offset, record.timestamp, seconds, fraction, recent, value)
             by_id.add(entry, len(value) + len(game.game_id) + len(recent))
             report.games += 1
     return ends
 
 
-async def _first_copies(
+async def _kept_copies(
     redis: "Redis", prefix: str, settings: WorkerSettings, by_id: ExternalSort, by_time: ExternalSort
-) -> None:
-    """Of each game id, the first copy in history order (earliest instant, then arrival) into
-    `by_time`; the idempotency record of each game with a copy that arrived within the
-    retention (as the workers' records expire a retention after they applied them): a copy of
-    one of them that the switch-over reads is then a duplicate, as it is for the workers."""
+) -> Decided:
+    """Passes 2 and 3: each game into `by_time` as (instant, game_id, partition, offset, value),
+    with every copy if its copies differ (contested), and the idempotency record of each game
+    with a copy that arrived within the retention (as the workers' records expire a retention
+    after they applied them), with the kept copy's digest: a copy of one of them that the
+    switch-over reads is then a duplicate or a conflict, as it is for the workers. Returns the
+    kept copy of each contested game."""
     pending: list[tuple[str, bytes]] = []
     retention_ms = settings.idempotency_retention_seconds * 1000
     rules = settings.rules()
+
+    def read(value: bytes) -> GameFinished:  # a value that decoded once as a valid game
+        return decode_as(rules.game_model, value, settings.max_message_bytes)
+
+    async def record(game_id: str, digest: bytes) -> None:
+        nonlocal pending
+        pending.append((game_id, digest))
+        if len(pending) == CHUNK:
+            await with_retry(records.remember, redis, prefix, pending, retention_ms, False)
+            pending = []
+
+    contested: dict[str, list[Copy]] = {}
+    recent_contested: set[str] = set()
     for game_id, group in groupby(by_id.merged(), key=itemgetter(0)):
-        copies = list(group)  # a game's copies: one, or a few
-        _, seconds, fraction, _, _, value = copies[0]
-        by_time.add((seconds, fraction, game_id, value), len(value) + len(game_id))
-        if any(copy[4] for copy in copies):  # a copy arrived within the retention: the kept one's record
-            digest = copies[0][4] or _digest(rules, decode_as(rules.game_model, value, settings.max_message_bytes))
-            pending.append((game_id, digest))
-            if len(pending) == CHUNK:
-                await with_retry(records.remember, redis, prefix, pending, retention_ms, False)
-                pending = []
+        copies = list(group)  # a game's copies, by (partition, offset): one, or a few
+        # Copies of other bytes are decoded (exact copies, the common redelivery, need not be).
+        games = [read(c[7]) for c in copies] if len({c[7] for c in copies}) > 1 else []
+        if len({rated_facts(g) for g in games}) > 1:
+            contested[game_id] = [
+                Copy(c[1], c[2], c[3], g.event_id, digest_of(rules, g)) for c, g in zip(copies, games, strict=True)
+            ]
+            for _, partition, offset, _, seconds, fraction, _, value in copies:
+                by_time.add((seconds, fraction, game_id, partition, offset, value), len(value) + len(game_id))
+            if any(c[6] for c in copies):
+                recent_contested.add(game_id)
+            continue
+        # One copy, or copies that rate the same: the first will do.
+        _, partition, offset, _, seconds, fraction, recent, value = copies[0]
+        by_time.add((seconds, fraction, game_id, partition, offset, value), len(value) + len(game_id))
+        if any(c[6] for c in copies):  # a copy arrived within the retention: the kept one's record
+            await record(game_id, recent or digest_of(rules, read(value)))
+    decided = await decide(redis, settings, contested)
+    for game_id in sorted(recent_contested):
+        await record(game_id, decided.kept[game_id].digest)
     if pending:
         await with_retry(records.remember, redis, prefix, pending, retention_ms, False)
+    return decided
 
 
 async def _recompute_sorted(
-    by_time: ExternalSort, seeds: Sequence[SeedRow], settings: WorkerSettings
+    by_time: ExternalSort, seeds: Sequence[SeedRow], settings: WorkerSettings, kept: dict[str, tuple[int, int]]
 ) -> MemoryBackend[Any]:
-    """The seeds, then the games in history order, in chunks; no game records are kept (each
-    game comes once)."""
+    """Pass 4: the seeds, then the games in history order, in chunks (of a contested game, only
+    its kept copy, at `kept[game_id]`); no game records are kept (each game comes once)."""
     # No event is published: the engine encodes none.
     rules = settings.rules()
     engine = Engine(rules, Points(settings.training_rating), encode_events=False)
@@ -259,7 +308,9 @@ async def _recompute_sorted(
     gc.freeze()
     await apply_in_order(engine, store, [SeedItem(row, force=False) for row in seeds])
     chunk: list[GameFinished] = []
-    for _, _, _, value in by_time.merged():
+    for _, _, game_id, partition, offset, value in by_time.merged():
+        if kept and kept.get(game_id, (partition, offset)) != (partition, offset):
+            continue  # a contested game's copy the workers did not apply
         chunk.append(decode_as(rules.game_model, value, settings.max_message_bytes))
         if len(chunk) == CHUNK:
             await apply_in_order(engine, store, chunk)
@@ -267,10 +318,6 @@ async def _recompute_sorted(
             chunk = []
     await apply_in_order(engine, store, chunk)
     return backend
-
-
-def _digest(rules: RatingSystem[Any], game: GameFinished) -> bytes:
-    return facts_digest(game, rules.facts(game))
 
 
 def same(rules: RatingSystem[S], live: S, rebuilt: S) -> bool:

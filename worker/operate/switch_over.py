@@ -6,7 +6,8 @@ workers running:
    the rebuild's offsets: every game the rebuild read is then applied live too;
 2. it reads every live state and its seq (a snapshot);
 3. it reads the input from the rebuild's offsets to its current end, and keeps the games the
-   workers have applied (their idempotency record exists); every game applied before the
+   workers have applied (their idempotency record exists), of each the copy they applied
+   (`worker.operate.applied_copy`, as the rebuild does); every game applied before the
    snapshot is among them, since the end is read after the snapshot;
 4. it applies them to the rebuilt states, in memory, in the rebuild's order, with the
    rebuild's records (a redelivery of an earlier game stays a duplicate);
@@ -35,6 +36,7 @@ from redis.asyncio import Redis
 
 from worker.engine.engine import Engine, SeedOutcome, SeedRow, SeedVerdict
 from worker.engine.schedule import SeedItem
+from worker.operate.applied_copy import applied_games
 from worker.operate.rebuild import REBUILD_META, apply_all, check_prefix, history_order, read_history, same
 from worker.operate.redis_ops import CHUNK, rating_keys, read_states, with_retry
 from worker.replay.memory_store import MemoryBackend
@@ -166,14 +168,15 @@ async def _bring_forward(
 ) -> dict[str, Any]:
     """Steps 3 and 4: the rebuilt states with the games applied live since the rebuild."""
     history = await read_history(settings, ends)
-    ids = sorted({g.game_id for g in history.games})
-    applied: set[str] = set()
+    ids = sorted({p.game.game_id for p in history.games})
+    applied: dict[str, bytes] = {}  # game id -> its live record's digest
     rebuilt_records: dict[str, bytes] = {}
     for start in range(0, len(ids), CHUNK):
         chunk = ids[start : start + CHUNK]
         applied.update(await with_retry(records.lookup, redis, settings.redis_key_prefix, chunk))
         rebuilt_records.update(await with_retry(records.lookup, redis, prefix, chunk))
-    games = [g for g in history.games if g.game_id in applied]
+    # Of a game's copies, the one the workers applied (`worker.operate.applied_copy`).
+    games = await applied_games(redis, settings, [p for p in history.games if p.game.game_id in applied], applied)
     rules = settings.rules()
     engine = Engine(rules, Points(settings.training_rating))
     touched = {k for g in games for k in engine.ratings_read(g) or ()}
