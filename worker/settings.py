@@ -317,6 +317,17 @@ class WorkerSettings(RulesSettings):
     kafka_ssl_check_hostname: Annotated[
         bool, Field(description="Verify the broker's host name against its certificate.")
     ] = True
+    # Off by default: every consumer of the output and dead-letter topics must then have the codec
+    # (a consumer without it stops on the first batch, as this worker did on lz4 input before it
+    # had them all); and the output's rounds are small (one event per rating), which compress little.
+    kafka_compression_type: Annotated[
+        Literal["none", "gzip", "snappy", "lz4", "zstd"],
+        Field(
+            description="How the worker and its commands compress what they produce (rating changes, dead letters, "
+            "erase's tombstones, replayed dead letters): `none`, `gzip`, `snappy`, `lz4` or `zstd`. Every consumer "
+            "of those topics must support the codec. Input is read with any of them, whatever this says.",
+        ),
+    ] = "none"
     # The largest produce request (the producer's max.request.size): output batches and dead
     # letters stay under it. 1 MiB is Kafka's default, and under its default max.message.bytes.
     kafka_max_request_bytes: Annotated[

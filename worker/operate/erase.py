@@ -27,6 +27,7 @@ from redis.asyncio import Redis
 
 from worker.service.connections import close_quietly, kafka_options, make_redis
 from worker.service.owner import own_prefix
+from worker.service.wiring import compression
 from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.stream.retry import KAFKA_CONNECT, KAFKA_PUBLISH, REDIS_COMMAND, Unreachable, retrying
@@ -87,7 +88,9 @@ async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[s
     token = f"erase-{uuid.uuid4().hex}"
     redis = make_redis(settings)
     # Connected before anything is deleted: the tombstones go out right after the delete.
-    producer = AIOKafkaProducer(**kafka_options(settings), acks="all", enable_idempotence=False)
+    producer = AIOKafkaProducer(
+        **kafka_options(settings), acks="all", enable_idempotence=False, compression_type=compression(settings)
+    )
     try:
         await own_prefix(redis, prefix, settings.system, write=True)
         await retrying(KAFKA_CONNECT, producer.start)

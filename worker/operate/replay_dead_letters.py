@@ -37,6 +37,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPa
 
 from worker.operate.topic_scan import FETCH_TIMEOUT_MS, scan
 from worker.service.connections import close_quietly, kafka_options
+from worker.service.wiring import compression
 from worker.settings import WorkerSettings
 from worker.stream.dead_letters import ERROR_HEADERS, TRUNCATED_HEADER
 from worker.stream.retry import KAFKA_CONNECT, KAFKA_PUBLISH, KAFKA_READ, retrying
@@ -217,6 +218,7 @@ async def _produce(settings: WorkerSettings, replays: list[Replay]) -> int:
         acks="all",
         enable_idempotence=False,
         max_request_size=settings.kafka_max_request_bytes,
+        compression_type=compression(settings),
     )
     try:
         await retrying(KAFKA_CONNECT, producer.start)

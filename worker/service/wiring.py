@@ -26,10 +26,16 @@ def process_token() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def compression(settings: WorkerSettings) -> str | None:
+    """What every producer of the worker and its commands compresses with (RATING_KAFKA_COMPRESSION_TYPE)."""
+    return None if settings.kafka_compression_type == "none" else settings.kafka_compression_type
+
+
 def make_producer(settings: WorkerSettings) -> AIOKafkaProducer:
     return AIOKafkaProducer(
         **kafka_options(settings),
         acks="all",
+        compression_type=compression(settings),
         # Order per key comes from sending event n+1 only after n is acknowledged, not from
         # the idempotent producer (which some Kafka-compatible brokers lack).
         enable_idempotence=False,
