@@ -297,6 +297,30 @@ def cmd_replay_dead_letters(args: argparse.Namespace) -> int:
     return FAILED if report.unrecoverable else 0
 
 
+def cmd_dead_letter_unreadable(args: argparse.Namespace) -> int:
+    from worker.operate.dead_letter_unreadable import NotDone, dead_letter_unreadable  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
+
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    wait = settings.command_retry_seconds if args.wait is None else args.wait
+    where = f"{settings.topic_games} partition {args.partition}"
+    try:
+        outcome = _one_shot(settings, lambda: dead_letter_unreadable(settings, args.partition, args.offset, wait))
+    except NotDone as e:
+        print(f"dead-letter-unreadable: {where} offset {args.offset}: {e}", file=sys.stderr)
+        return FAILED
+    if outcome.report is None:
+        print(
+            f"dead-letter-unreadable: {where} is already past offset {args.offset} (the group committed "
+            f"{outcome.committed}): nothing to do",
+            file=sys.stderr,
+        )
+    else:
+        print(f"dead-letter-unreadable: {where}: {outcome.report}", file=sys.stderr)
+    return 0
+
+
 def cmd_erase(args: argparse.Namespace) -> int:
     from schemas.types import ID_PATTERN  # noqa: PLC0415
     from worker.operate.erase import EraseIncomplete, EraseRefused, erase  # noqa: PLC0415
@@ -639,6 +663,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="also records parked again after an earlier replay (their first dead letter is selected anyway)",
     )
     replay.set_defaults(func=cmd_replay_dead_letters)
+
+    unreadable = commands.add_parser(
+        "dead-letter-unreadable",
+        help="have the worker paused at a record the Kafka client cannot read dead-letter it and go on",
+    )
+    unreadable.add_argument(
+        "--partition", type=_whole(0), required=True, help="the input partition paused (its log line names it)"
+    )
+    unreadable.add_argument(
+        "--offset", type=_whole(0), required=True, help="the offset it is paused at (its log line names it)"
+    )
+    unreadable.add_argument(
+        "--wait", type=_positive, help="seconds to wait for the worker's report (default: RATING_COMMAND_RETRY_SECONDS)"
+    )
+    unreadable.set_defaults(func=cmd_dead_letter_unreadable)
 
     erase = commands.add_parser(
         "erase",

@@ -124,9 +124,15 @@ STALL_THRESHOLD = Gauge(
 PARTITIONS_ASSIGNED = Gauge("rating_partitions_assigned", "Input partitions this process holds")
 REBALANCES = Counter("rating_rebalances_total", "Partition assignments received")
 LAST_COMMIT = Gauge("rating_last_commit_timestamp_seconds", "Unix time of the last offset commit", ["partition"])
+PAUSED_AT = Gauge(
+    "rating_partition_paused_at_offset",
+    "Present while the input partition is paused at this offset: the Kafka client cannot read the record there "
+    "(`rating-worker dead-letter-unreadable` has it dead-lettered); the other partitions go on",
+    ["partition"],
+)
 # The series of one input partition, removed when the partition is revoked: a pod reports only
 # the partitions it owns, so that sums over pods count each partition once.
-PER_PARTITION: tuple[Gauge, ...] = (LAG_RECORDS, LAG_SECONDS, STALL_SECONDS, LAST_COMMIT)
+PER_PARTITION: tuple[Gauge, ...] = (LAG_RECORDS, LAG_SECONDS, STALL_SECONDS, LAST_COMMIT, PAUSED_AT)
 STORE_UNTRUSTED = Gauge(
     "rating_store_untrusted",
     "1 while the Redis store refuses work because it lost acknowledged writes (run rating-worker restore)",
@@ -153,6 +159,7 @@ LABEL_VALUES: dict[MetricWrapperBase, dict[str, LabelValues]] = {
     LAG_SECONDS: {"partition": ANY_PARTITION},
     LAST_COMMIT: {"partition": ANY_PARTITION},
     STALL_SECONDS: {"partition": ANY_PARTITION},
+    PAUSED_AT: {"partition": ANY_PARTITION},
     BUILD: {"version": "the package's version", "python": "the Python version"},
 }
 

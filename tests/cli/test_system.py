@@ -114,6 +114,7 @@ SERVICE_COMMANDS = [
     ("check",),
     ("replay-dead-letters",),
     ("erase", "p1"),
+    ("dead-letter-unreadable", "--partition", "0", "--offset", "0"),
     ("records",),
 ]
 

@@ -29,6 +29,11 @@ UNTRUSTED = "untrusted"
 # {prefix}seen:{token} -> the store's `writes` as this process saw it after its last apply;
 # only this process writes it, so that a loss of its writes shows whatever others wrote since
 SEEN = "seen:"
+# {prefix}unreadable:{topic}:{partition} -> an operator's instruction to the worker holding that input
+# partition paused at a record the Kafka client cannot read: `pass {offset}` (written by
+# `rating-worker dead-letter-unreadable`), replaced by the worker's `done {offset}: {what it did}`
+# (expires after a day), which the command reads and removes (see worker.stream.unreadable)
+UNREADABLE = "unreadable:"
 
 
 def state_key(prefix: str, rating: str) -> str:
@@ -61,3 +66,7 @@ def untrusted_key(prefix: str) -> str:
 
 def system_key(prefix: str) -> str:
     return f"{prefix}{SYSTEM}"
+
+
+def unreadable_key(prefix: str, topic: str, partition: int) -> str:
+    return f"{prefix}{UNREADABLE}{topic}:{partition}"

@@ -24,6 +24,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, ConsumerRecord, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError
+from redis.exceptions import RedisError
 
 from worker import metrics
 from worker.engine.decoder import BadInput, ErrorKind, decode_input
@@ -32,9 +33,11 @@ from worker.engine.schedule import Item, Replayed, game_of
 from worker.service.health import Health
 from worker.store import keys
 from worker.store.protocol import Watermark
+from worker.store.redis_store import RedisStateStore
+from worker.stream import unreadable
 from worker.stream.dead_letters import DeadLetter, DeadLetters, Source
 from worker.stream.pipeline import Pipeline
-from worker.stream.retry import REDIS_READ, retrying
+from worker.stream.retry import KAFKA_READ, REDIS_COMMAND, REDIS_READ, retrying
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,11 @@ FETCH_TIMEOUT_MS = 200  # how long an idle getmany waits: bounds how late a stop
 # Reading the watermarks inside a rebalance callback holds up the whole group's rebalance:
 # past this, the partitions start without them, and the first batch reads them (retrying).
 ASSIGN_READ_SECONDS = 5.0
+# A paused partition's instruction (`rating-worker dead-letter-unreadable`) is looked for this often, each
+# look bounded so that Redis away never holds up the loop (nor a stop).
+INSTRUCTION_INTERVAL = 1.0
+INSTRUCTION_READ_SECONDS = 1.0
+DIAGNOSE_SECONDS = 5.0  # the raw read that names an unreadable record in the log: skipped past this
 
 
 class WatermarkAhead(Exception):
@@ -82,6 +90,13 @@ class RatingConsumer:
         # committed by the loop (not inside the rebalance), so that the group's offsets, and the
         # lag every other tool computes from them, say what is done even if nothing more comes.
         self.to_commit: dict[TopicPartition, int] = {}
+        # Records the Kafka client cannot hand over (`worker.stream.unreadable`): the offset each
+        # partition was handed up to, the partitions paused at such a record, and those whose way past
+        # an operator asked for, done and waiting for their commits.
+        self.read_to: dict[TopicPartition, int] = {}
+        self.paused: dict[TopicPartition, int] = {}
+        self.passing: dict[TopicPartition, unreadable.Passage] = {}
+        self.next_look = 0.0  # monotonic: when the paused partitions' instructions are next looked for
 
     def listener(self) -> ConsumerRebalanceListener:
         return _Listener(self)
@@ -91,7 +106,8 @@ class RatingConsumer:
         watching = asyncio.create_task(self._watch_lag())
         try:
             while not stopping.is_set():
-                batches = await self.consumer.getmany(timeout_ms=FETCH_TIMEOUT_MS, max_records=self.batch_size)
+                await self.tend_paused()
+                batches = await self.fetch()
                 self.check_ends()  # also while no record comes: a consumer past the end waits there
                 if self.to_commit:
                     offsets, self.to_commit = self.to_commit, {}
@@ -102,6 +118,160 @@ class RatingConsumer:
                         await self.process(batches)
         finally:
             watching.cancel()
+
+    async def fetch(self) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """The next batch. If the client cannot hand over a record it fetched, each partition is read
+        alone (`worker.stream.unreadable.isolate`): one that stops at such a record is paused there,
+        every record before it handed over, and the others go on."""
+        try:
+            batches: dict[TopicPartition, list[ConsumerRecord]] = await self.consumer.getmany(
+                timeout_ms=FETCH_TIMEOUT_MS, max_records=self.batch_size
+            )
+        except Exception as e:
+            if not unreadable.client_cannot_read(e):
+                raise
+            batches = await self.read_around(e)
+        for tp, records in batches.items():
+            self.read_to[tp] = records[-1].offset + 1
+        return batches
+
+    async def read_around(self, error: Exception) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Each partition read alone from what was handed over (the failed call may have consumed
+        other partitions' records without returning them: they are read again)."""
+        paused = self.consumer.paused()
+        starts: dict[TopicPartition, int] = {}
+        for tp in sorted(self.consumer.assignment()):
+            if tp not in paused:
+                position = await self.consumer.position(tp)
+                starts[tp] = min(position, self.read_to.get(tp, self.committed.get(tp, position)))
+        found = await unreadable.isolate(self.consumer, starts, self.batch_size)
+        for tp, stuck in found.stuck.items():
+            await self.pause(tp, stuck)
+        if not found.stuck:
+            log.warning(
+                "the Kafka client could not read a fetch (%s), but every partition read alone reads: going on",
+                unreadable.one_line(error),
+            )
+        return found.records
+
+    async def pause(self, tp: TopicPartition, stuck: unreadable.Stuck) -> None:
+        """Stop fetching `tp` at the record the client cannot read, with one error line saying what
+        is there and how to go past it; the metric shows it (the alert RatingInputUnreadable)."""
+        self.consumer.pause(tp)
+        self.paused[tp] = stuck.offset
+        metrics.PAUSED_AT.labels(str(tp.partition)).set(stuck.offset)
+        what = f"the Kafka client cannot read the record there ({stuck.error})"
+        try:
+            async with asyncio.timeout(DIAGNOSE_SECONDS):
+                way = await unreadable.read_passage(self.dead_letters.producer.client, tp, stuck.offset)
+            if way is not None and way.unreadable:
+                first = way.unreadable[0]
+                what = f"the record at offset {first.offset} cannot be read: {first.message}"
+        except (KafkaError, TimeoutError, OSError) as e:
+            log.debug("the raw read of %s at %d failed (%s)", tp, stuck.offset, unreadable.one_line(e))
+        log.error(
+            "%s partition %d paused at offset %d: %s; the other partitions go on. To dead-letter what cannot be "
+            "read there and go on: rating-worker dead-letter-unreadable --partition %d --offset %d",
+            tp.topic,
+            tp.partition,
+            stuck.offset,
+            what,
+            tp.partition,
+            stuck.offset,
+            extra={"partition": tp.partition, "offset": stuck.offset},
+        )
+
+    async def tend_paused(self) -> None:
+        """The paused partitions: forget those no longer paused here (revoked, or assigned afresh:
+        whoever reads them pauses them again), keep them out of the stall (they have their own
+        alert), carry out an operator's instruction, finish a way past once its records are committed."""
+        if not self.paused:
+            return
+        held, paused = self.consumer.assignment(), self.consumer.paused()
+        for tp in [tp for tp in self.paused if tp not in held or tp not in paused]:
+            self.forget_paused(tp)
+        now = time.monotonic()
+        for tp in self.paused:
+            self.health.progressed(tp.partition, now)
+        for tp in list(self.passing):
+            await self.finish_passing(tp)
+        if not self.paused or now < self.next_look:
+            return
+        self.next_look = now + INSTRUCTION_INTERVAL
+        store = self.pipeline.store
+        if not isinstance(store, RedisStateStore):
+            return
+        waiting = {tp: offset for tp, offset in self.paused.items() if tp not in self.passing}
+        try:
+            async with asyncio.timeout(INSTRUCTION_READ_SECONDS):
+                asked = await unreadable.instructed(store.redis, store.prefix, waiting) if waiting else []
+        except (TimeoutError, OSError, RedisError) as e:
+            log.debug("instructions not read (%s)", unreadable.one_line(e))
+            return
+        for tp in asked:
+            await self.pass_unreadable(tp)
+
+    def forget_paused(self, tp: TopicPartition) -> None:
+        self.paused.pop(tp, None)
+        self.passing.pop(tp, None)
+        with contextlib.suppress(KeyError):
+            metrics.PAUSED_AT.remove(str(tp.partition))
+
+    async def pass_unreadable(self, tp: TopicPartition) -> None:
+        """The way past a paused partition's unreadable record, on an operator's instruction, inside
+        the group: its records from the pause through the batch that holds it, read from their bytes
+        (`worker.stream.unreadable.passage`): those the client could have read processed as usual,
+        in order, the others dead-lettered `invalid_encoding`; then, once they are committed, the
+        offset past the batch is committed and the partition resumes there."""
+        offset = self.paused[tp]
+        way = await retrying(KAFKA_READ, unreadable.read_passage, self.dead_letters.producer.client, tp, offset)
+        if way is None:
+            way = unreadable.Passage(offset, offset)  # nothing stored there any more: read on from it
+        first = way.unreadable[0].offset if way.unreadable else way.end
+        letters = [
+            DeadLetter(
+                Source(tp.topic, tp.partition, u.offset, u.key, u.value, u.timestamp, u.headers),
+                BadInput(ErrorKind.INVALID_ENCODING, u.message),
+            )
+            for u in way.unreadable
+        ]
+        before = [r for r in way.readable if r.offset < first]
+        after = [r for r in way.readable if r.offset > first]
+        async with self.in_flight:
+            if before:
+                await self.process({tp: before})
+            await self.dead_letters.send(letters)
+            if after:
+                await self.process({tp: after})
+        self.passing[tp] = way
+        await self.finish_passing(tp)
+
+    async def finish_passing(self, tp: TopicPartition) -> None:
+        """Commit past the way once what it handed on is committed; then resume the partition there."""
+        way = self.passing[tp]
+        handed = way.readable[-1].offset + 1 if way.readable else way.start
+        if self.committed.get(tp, 0) < handed:
+            return  # its records' events wait to be published: committed later
+        if self.committed.get(tp, 0) < way.end:
+            async with self.in_flight:
+                await self.commit({tp: way.end})
+            if self.committed.get(tp, 0) < way.end:
+                return  # the commit failed (logged): again at the next look
+        self.consumer.seek(tp, way.end)
+        self.consumer.resume(tp)
+        self.read_to[tp] = way.end
+        self.forget_paused(tp)
+        log.warning(
+            "%s partition %d resumed at offset %d: %s",
+            tp.topic,
+            tp.partition,
+            way.end,
+            way.describe(),
+            extra={"partition": tp.partition, "offset": way.start},
+        )
+        store = self.pipeline.store
+        if isinstance(store, RedisStateStore):
+            await retrying(REDIS_COMMAND, unreadable.report, store.redis, store.prefix, tp, way.start, way.describe())
 
     async def _watch_lag(self) -> None:
         while True:

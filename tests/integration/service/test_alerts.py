@@ -31,6 +31,7 @@ from aiokafka import AIOKafkaProducer
 from tests.faults.proxy import Proxy, kafka_client_id
 from tests.support import prometheus
 from tests.support.backends import KafkaService
+from tests.support.batches import NOT_UTF8, RawRecord, produce_raw_batch
 from tests.support.games import make_game
 from tests.support.kafka import committed
 from tests.support.processes import Processes
@@ -390,6 +391,19 @@ async def test_bad_input_is_dead_lettered(stack: Stack, neighbour: Recording) ->
 
     situation = await record(worker, feed)
     check_alerts(stack.tmp, situation, neighbour, [troubled("RatingDeadLetterRate", "warning")])
+
+
+async def test_a_record_the_client_cannot_read(stack: Stack, neighbour: Recording) -> None:
+    """A header key that is not UTF-8 after three games: the partition is paused at it (the games
+    before it rated), the games behind it wait; the pause is its own alert, not a stall."""
+    worker = await seeded_worker(stack)
+    await stack.produce(games(3))
+    bad = RawRecord(games(1)[0], None, [(NOT_UTF8, b"v")])
+    await produce_raw_batch(stack.broker.bootstrap, stack.games_topic, 0, [bad])
+    await settled(lambda: sample(worker, "rating_partition_paused_at_offset", partition="0") == 3, "the pause")
+    situation = await record(worker, healthy_feed(stack))
+    assert situation.last("rating_partition_paused_at_offset", partition="0") == 3
+    check_alerts(stack.tmp, situation, neighbour, held_up(troubled("RatingInputUnreadable", "critical", partition="0")))
 
 
 async def test_late_games_burn_the_freshness_budget(stack: Stack, neighbour: Recording) -> None:
