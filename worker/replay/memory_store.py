@@ -24,7 +24,7 @@ nothing left to close), and the period whose close is in progress (`closing`; se
 import hashlib
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Generic
 
 from worker.engine.engine import RESTORED
@@ -174,7 +174,9 @@ class MemoryStore(Generic[S]):
                 blocked.append(rating)
         return Claimed(claimed, blocked)
 
-    async def ack(self, sent: dict[str, bytes], keep: Collection[str] = ()) -> list[str]:
+    async def ack(
+        self, sent: dict[str, bytes], keep: Collection[str] = (), hold: Mapping[str, float] | None = None
+    ) -> list[str]:
         b = self.backend
         lost = []
         for rating, payload in sent.items():
@@ -186,10 +188,22 @@ class MemoryStore(Generic[S]):
                 outbox.pop(0)
                 if not outbox:
                     del b.outboxes[rating]
-            if rating in keep:
+            if hold and rating in hold:
+                b.leases[rating] = (self.token, b.clock() + hold[rating])
+            elif rating in keep:
                 b.leases[rating] = (self.token, b.clock() + self.lease_seconds)
             else:
                 del b.leases[rating]
+        return lost
+
+    async def renew(self, ratings: Collection[str]) -> list[str]:
+        b = self.backend
+        lost = []
+        for rating in ratings:
+            if b.holder(rating) == self.token:
+                b.leases[rating] = (self.token, b.clock() + self.lease_seconds)
+            else:
+                lost.append(rating)
         return lost
 
     async def replicated(self) -> None:

@@ -10,13 +10,14 @@ contract test suite (tests/integration/store/test_contract.py):
   that no later write touching them goes ahead of it. The events a write announces go to the
   outboxes of its ratings in the same step (a transactional outbox), and the outboxes it
   touched are handed over (`Claimed`) for publication.
-- `Outbox`: claim outboxes under a lease (one publisher per rating at a time), acknowledge
-  the events Kafka took (compare-and-pop), and wait until writes are replicated.
+- `Outbox`: claim outboxes under a lease (one publisher per rating at a time), renew it before
+  a send is tried again, acknowledge the events Kafka took (compare-and-pop), and wait until
+  writes are replicated.
 
 Generic over the state type: each rating system has its own state, which only needs a `seq`.
 """
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
@@ -126,9 +127,16 @@ class Outbox(Protocol):
         """Claim the outboxes of `ratings` that hold events and no other process's lease."""
         ...
 
-    async def ack(self, sent: dict[str, bytes], keep: Collection[str] = ()) -> list[str]:
+    async def ack(
+        self, sent: dict[str, bytes], keep: Collection[str] = (), hold: Mapping[str, float] | None = None
+    ) -> list[str]:
         """Drop each sent event from the head of its outbox if our lease holds; release the
-        lease (renew it for `keep`); return the ratings whose lease was lost."""
+        lease (renew it for `keep`; keep it `hold[rating]` seconds more for `hold`); return the
+        ratings whose lease was lost."""
+        ...
+
+    async def renew(self, ratings: Collection[str]) -> list[str]:
+        """Renew the leases of `ratings` still ours; return those that are not."""
         ...
 
     async def replicated(self) -> None:

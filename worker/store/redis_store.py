@@ -44,7 +44,7 @@ a single Redis primary (standalone or Sentinel), not Redis Cluster.
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Generic
 
 import msgpack
@@ -93,6 +93,8 @@ class RedisStateStore(Generic[S]):
         self.redis = redis
         self.prefix = prefix
         self.token = token
+        # How long a claim or a renewal keeps a lease: the publication lease plus the longest an
+        # attempt to send may take (`worker.stream.publisher.attempt_bound`), see `worker.stream.pipeline`.
         self.lease_ms = int(lease_seconds * 1000)
         self.retention_ms = retention_seconds * 1000
         self.wait_replicas = wait_replicas
@@ -104,6 +106,7 @@ class RedisStateStore(Generic[S]):
         self._read = redis.register_script(scripts.READ)
         self._apply = redis.register_script(scripts.APPLY)
         self._ack = redis.register_script(scripts.ACK)
+        self._renew = redis.register_script(scripts.RENEW)
 
     async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot[S]:
         with metrics.REDIS_SECONDS.labels("read").time():
@@ -171,23 +174,42 @@ class RedisStateStore(Generic[S]):
     async def claim(self, ratings: Iterable[str]) -> Claimed:
         return (await self.apply((), ratings))[1]
 
-    async def ack(self, sent: dict[str, bytes], keep: Collection[str] = ()) -> list[str]:
+    async def ack(
+        self, sent: dict[str, bytes], keep: Collection[str] = (), hold: Mapping[str, float] | None = None
+    ) -> list[str]:
         """Drop the event Kafka acknowledged from the head of each outbox, if our lease holds.
 
         Only an outbox whose head is still that event loses it: an ack that is retried
         (its first reply lost) or that comes after the outbox changed hands drops nothing
         else. Events carry their seq, so no two events of one outbox are equal. The lease
         is released, except for the ratings in `keep` (more of their events are still to
-        be sent), whose lease is renewed instead. Returns the ratings whose lease
+        be sent), whose lease is renewed instead, and those in `hold` (a send of theirs had an
+        unknown outcome), whose lease is kept that many seconds more, neither released nor
+        renewed. Returns the ratings whose lease
         was lost (it expired, during an outage): their events stay for the next holder.
         With RATING_REDIS_WAIT_REPLICAS > 0 the caller waits for `replicated` before the next
         round, so that it is never sent while a replica still holds this one.
         """
         if not sent:
             return []
-        flat = [x for rating, payload in sent.items() for x in (rating, payload, 0 if rating in keep else 1)]
+        held = hold or {}
+        flat = [x for rating, payload in sent.items() for x in (rating, payload, self._lease_after(rating, keep, held))]
         with metrics.REDIS_SECONDS.labels("ack").time():
-            lost = await self._run(self._ack, self.lease_ms, pack(flat))
+            lost = await self._run(self._ack, pack(flat))
+        return [r.decode() for r in lost]
+
+    def _lease_after(self, rating: str, keep: Collection[str], hold: Mapping[str, float]) -> int:
+        """The ms a rating's lease is kept after an ack (0: released)."""
+        if rating in hold:
+            return max(1, int(hold[rating] * 1000))
+        return self.lease_ms if rating in keep else 0
+
+    async def renew(self, ratings: Collection[str]) -> list[str]:
+        """Renew the leases of `ratings` that are still ours (before a send is tried again);
+        return those that are not (their events wait for whoever holds the lease)."""
+        if not ratings:
+            return []
+        lost = await self._run(self._renew, pack(list(ratings)), self.lease_ms)
         return [r.decode() for r in lost]
 
     async def check(self) -> bool:

@@ -320,9 +320,10 @@ _ACK = (
     _GUARD
     + _MGET
     + """
-local p, token, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[5])
--- Sent: {rating, event sent, 1 to release the lease or 0 to renew it, ...}.
-local sent = cmsgpack.unpack(ARGV[6])
+local p, token = ARGV[1], ARGV[2]
+-- Sent: {rating, event sent, what becomes of the lease, ...}: 0 releases it; n > 0 keeps it n ms
+-- more (renewed for the next round, or held after a send whose outcome is unknown).
+local sent = cmsgpack.unpack(ARGV[5])
 local ratings = {}
 for i = 1, #sent, 3 do ratings[#ratings + 1] = sent[i] end
 local holders = mget(p .. $LEASE, ratings)
@@ -333,16 +334,31 @@ for n, r in ipairs(ratings) do
     local outbox = p .. $OUTBOX .. r
     local head = redis.call('LPOP', outbox)  -- put back at once if it is not the event sent
     if head and head ~= sent[i + 1] then redis.call('LPUSH', outbox, head) end
-    if sent[i + 2] == 1 then
+    if sent[i + 2] == 0 then
       released[#released + 1] = p .. $LEASE .. r
     else
-      redis.call('PEXPIRE', p .. $LEASE .. r, lease_ms)
+      redis.call('PEXPIRE', p .. $LEASE .. r, sent[i + 2])
     end
   else
     lost[#lost + 1] = r
   end
 end
 each_thousand('DEL', released)
+return lost
+"""
+)
+
+# Renews the leases still ours before a send is tried again: ARGV[5] {rating, ...}, ARGV[6] the lease
+# (ms). Returns the ratings whose lease was lost (it expired, and maybe another process holds it).
+_RENEW = (
+    _GUARD
+    + """
+local p, token, lease_ms = ARGV[1], ARGV[2], tonumber(ARGV[6])
+local lost = {}
+for _, r in ipairs(cmsgpack.unpack(ARGV[5])) do
+  local lease = p .. $LEASE .. r
+  if redis.call('GET', lease) == token then redis.call('PEXPIRE', lease, lease_ms) else lost[#lost + 1] = r end
+end
 return lost
 """
 )
@@ -390,5 +406,5 @@ def _lua(source: str) -> str:
     return source
 
 
-READ, APPLY, ACK = _lua(_READ), _lua(_APPLY), _lua(_ACK)
+READ, APPLY, ACK, RENEW = _lua(_READ), _lua(_APPLY), _lua(_ACK), _lua(_RENEW)
 LOOKUP, REMEMBER = _lua(_LOOKUP), _lua(_REMEMBER)

@@ -339,3 +339,37 @@ async def test_a_record_without_facts_reads_back_as_restored(system: System[S], 
     assert (await store.apply([restored]))[0] == [True]
     assert (await store.read([], ["g1"])).records == {"g1": RESTORED}
     assert system.engine.apply(system.game("g1", "a", "b"), {}, RESTORED).verdict == "duplicate"
+
+
+async def test_an_ack_with_a_hold_keeps_the_lease_that_long_then_lets_it_go(
+    system: System[S], backend: Backend[S]
+) -> None:
+    """After a send of unknown outcome the lease is neither released nor renewed for a whole lease:
+    it is kept for the hold (here 2 leases), and no other process takes it before."""
+    rating = system.rating
+    a, b = backend.store("A"), backend.store("B")
+    states = await seeded(system, a, {"a": 180000, "b": 170000})
+    write, updates = system.game_write(system.game("g1", "a", "b"), states)
+    await a.apply([write])
+    sent = {u.key: u.payload for u in updates}
+    assert await a.ack(sent, hold=dict.fromkeys(sent, 2 * LEASE)) == []
+    assert (await a.read([rating("a")], [])).unconfirmed == {rating("a"): 0}  # acknowledged all the same
+    await backend.advance(LEASE + 0.2)  # a whole lease later: still held
+    assert await a.renew([rating("a")]) == []
+    assert await a.renew([rating("b")]) == []
+    await backend.advance(2 * LEASE + 0.2)  # past the hold and the renewal: gone
+    write2, _ = system.game_write(system.game("g2", "a", "b"), {**states, **{u.key: u.state for u in updates}})
+    applied, claimed = await b.apply([write2])
+    assert applied == [True] and set(claimed.outboxes) == set(sent)  # B may take them now
+
+
+async def test_a_renewal_keeps_only_the_leases_still_ours(system: System[S], backend: Backend[S]) -> None:
+    rating = system.rating
+    a, b = backend.store("A"), backend.store("B")
+    states = await seeded(system, a, {"a": 180000, "b": 170000})
+    write, _ = system.game_write(system.game("g1", "a", "b"), states)
+    await a.apply([write])
+    await backend.advance(LEASE + 0.2)
+    await b.claim([rating("a")])  # a's lease ran out and B took it; b's ran out and nobody took it
+    assert sorted(await a.renew([rating("a"), rating("b")])) == [rating("a"), rating("b")]
+    assert (await a.claim([rating("a")])).blocked == [rating("a")]  # still B's
