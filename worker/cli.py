@@ -52,11 +52,12 @@ def _one_shot(settings: "WorkerSettings", command: "Callable[[], Awaitable[T]]")
     from worker.operate.switch_over import NotReady  # noqa: PLC0415
     from worker.service.owner import PrefixOwned  # noqa: PLC0415
     from worker.service.process import run_command  # noqa: PLC0415
+    from worker.service.wiring import IdempotenceRefused  # noqa: PLC0415
     from worker.stream.retry import Unreachable, transient  # noqa: PLC0415
 
     try:
         return run_command(settings, command)
-    except PrefixOwned as e:  # a setting to change, found before anything was written
+    except (PrefixOwned, IdempotenceRefused) as e:  # a setting to change, found before anything was written
         raise UsageError(str(e)) from None
     except (Unreachable, NotReady) as e:
         raise CommandFailed(str(e)) from None
@@ -211,12 +212,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     from worker.service.logs import configure_logging  # noqa: PLC0415
     from worker.service.owner import PrefixOwned  # noqa: PLC0415
     from worker.service.process import serve  # noqa: PLC0415  # Kafka and Redis clients load only here
+    from worker.service.wiring import IdempotenceRefused  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
     try:
         return asyncio.run(serve(settings))
-    except PrefixOwned as e:  # found before the worker joined its group or wrote anything
+    except (PrefixOwned, IdempotenceRefused) as e:  # found before the worker joined its group or wrote anything
         raise UsageError(str(e)) from None
 
 

@@ -97,6 +97,16 @@ RETRIES = Counter(
     "Redis or Kafka calls retried after a transient failure, by operation and the dependency it talks to",
     ["operation", "dependency"],
 )
+PUBLICATIONS_UNCERTAIN = Counter(
+    "rating_publications_uncertain_total",
+    "Attempts to send a round of events (or erase's tombstones) whose outcome is unknown (a timeout, a cut "
+    "connection): they may still reach the broker, so their ratings' next events wait one publication lease",
+)
+PUBLICATIONS_WAITING = Gauge(
+    "rating_publications_waiting",
+    "Ratings whose events wait to be published: held one publication lease after a send of unknown outcome, "
+    "or waiting for another process's lease; the offsets of their batches are committed once they are sent",
+)
 IN_FLIGHT = Gauge("rating_games_in_flight", "Games fetched and not yet committed")
 ANY_PARTITION = "any input partition's number (`0`, `1`, ...)"
 LAG_RECORDS = Gauge(

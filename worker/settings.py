@@ -317,6 +317,16 @@ class WorkerSettings(RulesSettings):
     kafka_ssl_check_hostname: Annotated[
         bool, Field(description="Verify the broker's host name against its certificate.")
     ] = True
+    # Off by default: aiokafka's idempotent producer needs a broker that grants producer ids
+    # (InitProducerId); Apache Kafka does, some Kafka-compatible brokers (tansu) do not.
+    kafka_idempotent_producer: Annotated[
+        bool,
+        Field(
+            description="Use Kafka's idempotent producer (the broker must support it: Apache Kafka does). The broker "
+            "then drops a late copy of this process's own requests, so a rating's next event need not wait a "
+            "publication lease after a send of unknown outcome; the lease still keeps other processes off.",
+        ),
+    ] = False
     # Off by default: every consumer of the output and dead-letter topics must then have the codec
     # (a consumer without it stops on the first batch, as this worker did on lz4 input before it
     # had them all); and the output's rounds are small (one event per rating), which compress little.
@@ -445,11 +455,19 @@ class WorkerSettings(RulesSettings):
         float,
         Field(
             gt=0,
-            description="Lease on a rating's outbox while one process publishes it; must exceed the delivery timeout.",
+            description="After a send of unknown outcome (a timeout, a cut connection), no process sends a later "
+            "event of its ratings for this long (a late copy of it may still reach the broker); a process claims "
+            "or renews a rating's lease for this plus three delivery timeouts and a second. Must exceed the "
+            "delivery timeout.",
         ),
     ] = 60.0
     producer_delivery_timeout_seconds: Annotated[
-        float, Field(gt=0, description="One delivery attempt of a round of events.")
+        float,
+        Field(
+            gt=0,
+            description="The Kafka client's request timeout: a produce request not acknowledged within it is given "
+            "up on (an attempt, with the client's own resend, ends within three of them).",
+        ),
     ] = 30.0
 
     # A flood of bad input raises an alarm (log + metric) above this many dead letters a minute.

@@ -52,6 +52,7 @@ class Proxy:
     bytes_down: int = 0  # targeted bytes, server -> client
     open: set[asyncio.StreamWriter] = field(default_factory=set)  # both ends of every connection
     targeted: set[asyncio.StreamWriter] = field(default_factory=set)  # both ends of targeted ones
+    clients: dict[asyncio.StreamWriter, asyncio.StreamWriter] = field(default_factory=dict)  # server end -> client's
     loop: asyncio.AbstractEventLoop | None = None
     thread: threading.Thread | None = None
 
@@ -119,6 +120,7 @@ class Proxy:
                 return
             ends.append(server_w)
             self.open.update(ends)
+            self.clients[server_w] = client_w
             if targeted:
                 self.connections += 1
                 self.targeted.update(ends)
@@ -132,6 +134,7 @@ class Proxy:
                 for pump in pumps:
                     pump.cancel()
         finally:
+            self.clients.pop(ends[-1], None)
             for writer in ends:
                 self.open.discard(writer)
                 self.targeted.discard(writer)
@@ -151,10 +154,18 @@ class Proxy:
                     self.bytes_up += len(data)
                 else:
                     self.bytes_down += len(data)
-            if not targeted or self.forward(data, up):
+            if not targeted:
                 writer.write(data)
                 await writer.drain()
+            else:
+                await self.pass_on(data, up, writer)
             data = await reader.read(65536)
+
+    async def pass_on(self, data: bytes, up: bool, writer: asyncio.StreamWriter) -> None:
+        """Forward a chunk of a targeted connection (if `forward` lets it)."""
+        if self.forward(data, up):
+            writer.write(data)
+            await writer.drain()
 
 
 @dataclass
@@ -180,3 +191,53 @@ class ReplyDropper(Proxy):
         if up and self.armed and self.trigger in data and len(data) >= self.min_request:
             self.dropping, self.armed, self.cut_at = True, False, time.monotonic()
         return up or not self.dropping
+
+
+def produce_request_to(data: bytes, topic: str) -> bool:
+    """Whether a chunk a client sent starts a Produce request (api key 0) naming `topic`."""
+    return len(data) >= 6 and data[4:6] == b"\x00\x00" and topic.encode() in data
+
+
+@dataclass
+class RequestHolder(Proxy):
+    """A proxy in front of the broker that delays or swallows produce requests of one topic.
+
+    - `hold(n, seconds)`: the next `n` produce requests of `topic` are held `seconds` each, then
+      forwarded on their original connection, even after the client gave up on them and closed it
+      (the connection to the broker stays open until they are through): requests that reach the
+      broker late. With `cut_client`, the client's side of the connection is reset at once, so
+      that the client sees a broken connection (and resends by itself) while the held request
+      still goes through later.
+    - `dropping`: every produce request of `topic` is swallowed (never forwarded) until cleared.
+    Only targeted connections (see `Proxy.target`) are concerned.
+    """
+
+    topic: str = ""
+    holds: int = 0
+    hold_seconds: float = 0.0
+    cut_client: bool = False
+    dropping: bool = False
+    held_at: list[float] = field(default_factory=list)  # when each held request was caught
+    released_at: list[float] = field(default_factory=list)  # and forwarded
+    dropped: int = 0
+
+    def hold(self, n: int, seconds: float, *, cut_client: bool = False) -> None:
+        self.holds, self.hold_seconds, self.cut_client = n, seconds, cut_client
+
+    async def pass_on(self, data: bytes, up: bool, writer: asyncio.StreamWriter) -> None:
+        if up and produce_request_to(data, self.topic):
+            if self.dropping:
+                self.dropped += 1
+                return
+            if self.holds > 0:
+                self.holds -= 1
+                self.held_at.append(time.monotonic())
+                if self.cut_client and writer in self.clients:
+                    self.clients[writer].transport.abort()
+                await asyncio.sleep(self.hold_seconds)
+                writer.write(data)
+                await writer.drain()
+                self.released_at.append(time.monotonic())
+                await asyncio.sleep(1.0)  # the broker reads it before this connection goes
+                return
+        await super().pass_on(data, up, writer)

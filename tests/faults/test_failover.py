@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -56,12 +56,13 @@ class PromotingPublisher(Publisher):
         self.armed = False
         self.rounds = 0
 
-    async def send(self, records: Sequence[tuple[bytes, bytes]]) -> None:
-        await super().send(records)
+    async def attempt(self, records: Mapping[bytes, bytes | None]) -> bool:
+        clean = await super().attempt(records)
         if self.armed:
             self.rounds += 1
             if self.rounds == 1:
                 promote(self.replica)
+        return clean
 
 
 @pytest.fixture
@@ -73,7 +74,7 @@ def replica(stack: Stack, processes: Processes, tmp_path: Path) -> RedisServer:
 
 def pipeline_on(client: Redis, publisher: Publisher, token: str, wait_replicas: int = 1) -> Pipeline:
     store = RedisStore(client, PREFIX, token, LEASE, 3600, wait_replicas=wait_replicas, wait_timeout_ms=100)
-    return Pipeline(ENGINE, store, publisher)
+    return Pipeline(ENGINE, store, publisher, hold_seconds=LEASE)
 
 
 @pytest.mark.timeout(60)

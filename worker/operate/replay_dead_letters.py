@@ -37,7 +37,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPa
 
 from worker.operate.topic_scan import FETCH_TIMEOUT_MS, scan
 from worker.service.connections import close_quietly, kafka_options
-from worker.service.wiring import compression
+from worker.service.wiring import compression, start_producer
 from worker.settings import WorkerSettings
 from worker.stream.dead_letters import ERROR_HEADERS, TRUNCATED_HEADER
 from worker.stream.retry import KAFKA_CONNECT, KAFKA_PUBLISH, KAFKA_READ, retrying
@@ -216,12 +216,12 @@ async def _produce(settings: WorkerSettings, replays: list[Replay]) -> int:
     producer = AIOKafkaProducer(
         **kafka_options(settings),
         acks="all",
-        enable_idempotence=False,
+        enable_idempotence=settings.kafka_idempotent_producer,
         max_request_size=settings.kafka_max_request_bytes,
         compression_type=compression(settings),
     )
     try:
-        await retrying(KAFKA_CONNECT, producer.start)
+        await start_producer(producer, settings)
         for start in range(0, len(replays), CHUNK):
             chunk = replays[start : start + CHUNK]
 

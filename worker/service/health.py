@@ -9,8 +9,10 @@
   waiting with no commit for RATING_STALL_SECONDS **while Kafka and Redis answer** (their
   pings, and no call of the worker to them failing and being retried; counted
   from the later of its oldest waiting record first seen and its last commit): an outage of a
-  dependency makes the pods unready, never restarts them all. The same stall is exported per
-  partition (`rating_partition_stall_seconds`), so the alert on it and the probe agree.
+  dependency makes the pods unready, never restarts them all. Nor is a partition stalled while
+  its commit waits for events that wait out a publication lease (`worker.stream.pipeline`).
+  The same stall is exported per partition (`rating_partition_stall_seconds`), so the alert on
+  it and the probe agree.
 
 Time is passed in (`now`) to the decisions, so they are tested without clocks.
 """
@@ -68,6 +70,14 @@ class Health:
         if records == 0:
             waiting.since = None
         elif waiting.since is None:
+            waiting.since = now
+
+    def waiting(self, partition: int, now: float) -> None:
+        """The partition's oldest uncommitted batch waits for ratings whose publication waits out
+        a lease (a hold after a send of unknown outcome, or another process's lease): progress
+        delayed by design, not a stall. Its clock restarts, as while a dependency is away."""
+        waiting = self.partitions.get(partition)
+        if waiting is not None and waiting.since is not None:
             waiting.since = now
 
     def progressed(self, partition: int, now: float) -> None:

@@ -33,7 +33,7 @@ from worker.service import memory_trace
 from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
 from worker.service.health import Health, serve_http, watch_dependencies
 from worker.service.owner import PrefixOwned
-from worker.service.wiring import pipeline_for
+from worker.service.wiring import IdempotenceRefused, pipeline_for
 from worker.settings import WorkerSettings
 from worker.store.redis_store import RedisStateStore
 from worker.stream import retry
@@ -114,7 +114,7 @@ async def serve(settings: WorkerSettings) -> int:
     if isinstance(error, PERMANENT_KAFKA_ERRORS):
         log.error("stopping: Kafka refuses a request for good (%s: %s)", type(error).__name__, error)
         return 1
-    if isinstance(error, PrefixOwned):
+    if isinstance(error, PrefixOwned | IdempotenceRefused):
         raise error  # a setting to change: the command line says it in one line, status 2
     if isinstance(error, WatermarkAhead):
         log.error("stopping: %s", error)

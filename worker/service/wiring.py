@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaProducer, errors
 
 from worker.engine.engine import Engine
 from worker.rules.hundredths import Points
@@ -17,7 +17,7 @@ from worker.service.owner import own_prefix
 from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
 from worker.store.redis_store import STORES, RedisStateStore
 from worker.stream.pipeline import Pipeline
-from worker.stream.publisher import Publisher
+from worker.stream.publisher import Publisher, attempt_bound
 from worker.stream.retry import KAFKA_CONNECT, REDIS_CONNECT, retrying
 
 
@@ -32,18 +32,52 @@ def compression(settings: WorkerSettings) -> str | None:
 
 
 def make_producer(settings: WorkerSettings) -> AIOKafkaProducer:
+    """The producer of the worker and of every command that writes to Kafka (erase,
+    replay-dead-letters): what `worker.stream.publisher.attempt_bound` assumes of it."""
     return AIOKafkaProducer(
         **kafka_options(settings),
         acks="all",
         compression_type=compression(settings),
-        # Order per key comes from sending event n+1 only after n is acknowledged, not from
-        # the idempotent producer (which some Kafka-compatible brokers lack).
-        enable_idempotence=False,
+        # Order per key comes from sending event n+1 only after n is acknowledged, and from
+        # holding a rating's next event one lease after a send of unknown outcome: the
+        # idempotent producer (which some Kafka-compatible brokers lack) is an option on top.
+        enable_idempotence=settings.kafka_idempotent_producer,
         request_timeout_ms=int(settings.producer_delivery_timeout_seconds * 1000),
         # A whole round of a batch's events fits one request; a dead letter is cut to fit it.
         max_batch_size=settings.kafka_max_request_bytes - DEAD_LETTER_ROOM,
         max_request_size=settings.kafka_max_request_bytes,
     )
+
+
+async def start_producer(producer: AIOKafkaProducer, settings: WorkerSettings) -> None:
+    """Start `producer`, retrying while Kafka is unreachable. With RATING_KAFKA_IDEMPOTENT_PRODUCER,
+    a broker that refuses it (its InitProducerId answered with an error no retry cures, as some
+    Kafka-compatible brokers do) stops the command at once, saying so, instead of retrying for ever."""
+
+    async def start() -> None:
+        try:
+            await producer.start()
+        except errors.BrokerResponseError as e:
+            if settings.kafka_idempotent_producer and not e.retriable:
+                raise IdempotenceRefused(
+                    f"the broker refuses Kafka's idempotent producer ({type(e).__name__}: {e}): unset "
+                    "RATING_KAFKA_IDEMPOTENT_PRODUCER, or use a broker that supports it (Apache Kafka does)"
+                ) from e
+            raise
+
+    await retrying(KAFKA_CONNECT, start)
+
+
+class IdempotenceRefused(Exception):
+    """RATING_KAFKA_IDEMPOTENT_PRODUCER is set and the broker does not grant producer ids: a setting to
+    change, reported in one line (status 2) like a prefix another system owns."""
+
+
+def lease_seconds(settings: WorkerSettings) -> float:
+    """How long a claim or renewal keeps a publication lease: the publication lease after the
+    longest an attempt to send can last, so that a process that dies during one keeps the others
+    off for a full lease after it (`worker.stream.publisher`)."""
+    return settings.publication_lease_seconds + attempt_bound(settings.producer_delivery_timeout_seconds)
 
 
 @asynccontextmanager
@@ -55,20 +89,30 @@ async def pipeline_for(
     redis = make_redis(settings)
     producer = make_producer(settings)
     try:
-        await retrying(KAFKA_CONNECT, producer.start)
+        await start_producer(producer, settings)
         await retrying(REDIS_CONNECT, redis.ping)
         await own_prefix(redis, settings.redis_key_prefix, settings.system, write=True)
         store = STORES[settings.system](
             redis,
             settings.redis_key_prefix,
             process_token(),
-            settings.publication_lease_seconds,
+            lease_seconds(settings),
             settings.idempotency_retention_seconds,
             settings.redis_wait_replicas,
             settings.redis_wait_timeout_ms,
         )
         engine = Engine(settings.rules(), Points(settings.training_rating))
         publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)
-        yield Pipeline(engine, store, publisher), producer, store
+        pipeline = Pipeline(
+            engine,
+            store,
+            publisher,
+            hold_seconds=settings.publication_lease_seconds,
+            fenced=settings.kafka_idempotent_producer,
+        )
+        try:
+            yield pipeline, producer, store
+        finally:
+            await pipeline.close()
     finally:
         await close_quietly(producer.stop(), redis.aclose())

@@ -1,10 +1,14 @@
 """The consumer loop: fetch a batch, decode it, run it through the pipeline, dead-letter, commit.
 
-Batches are processed one at a time, fully: an offset is committed only when every record
-before it in its partition is durable in Redis and its events (or its dead letter) are
-acknowledged by Kafka. A revocation waits for the batch in flight (bounded), so partitions
-move with everything done committed; past the bound, the batch's effects are idempotent
-and the next owner re-reads the uncommitted records as duplicates.
+Batches are processed one at a time: an offset is committed only when every record before it
+in its partition is durable in Redis and its events (or its dead letter) are acknowledged by
+Kafka. A batch whose pipeline parked some ratings (their events must wait: a hold after a send of
+unknown outcome, another process's lease; `worker.stream.pipeline`) is done, but not committed,
+until those are published: later batches go on meanwhile, and each partition's offsets are
+committed in order, up to the last batch before the first one still waiting. A revocation waits
+for the batch in flight and for the revoked partitions' waiting batches (bounded), so partitions
+move with everything done committed; past the bound, the batch's effects are idempotent and the
+next owner re-reads the uncommitted records as duplicates.
 
 Watermarks (`worker.store.redis_store`): the batch's last apply records, per partition, the offset below
 which everything is done. A record consumed below it is a redelivery after a rewind, and is
@@ -17,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,6 +101,9 @@ class RatingConsumer:
         self.paused: dict[TopicPartition, int] = {}
         self.passing: dict[TopicPartition, unreadable.Passage] = {}
         self.next_look = 0.0  # monotonic: when the paused partitions' instructions are next looked for
+        # Per partition, the batches done but not committed, oldest first: (next offset, what their
+        # parked ratings' publication waits for, first and last record timestamps in s).
+        self.uncommitted: dict[TopicPartition, deque[_Done]] = {}
 
     def listener(self) -> ConsumerRebalanceListener:
         return _Listener(self)
@@ -116,8 +123,20 @@ class RatingConsumer:
                 if batches:
                     async with self.in_flight:
                         await self.process(batches)
+                elif self.uncommitted:
+                    async with self.in_flight:
+                        await self.commit_ready()
         finally:
             watching.cancel()
+        waiting = sum(len(queue) for queue in self.uncommitted.values())
+        if waiting:
+            log.info(
+                "stopping with %d batches uncommitted: %d ratings' events wait to be published (held after a send of "
+                "unknown outcome, or on another process's lease); they stay in Redis and are published by whoever "
+                "consumes these records next",
+                waiting,
+                self.pipeline.parked,
+            )
 
     async def fetch(self) -> dict[TopicPartition, list[ConsumerRecord]]:
         """The next batch. If the client cannot hand over a record it fetched, each partition is read
@@ -316,6 +335,9 @@ class RatingConsumer:
             metrics.LAG_RECORDS.labels(label).set(lag)
             metrics.LAG_SECONDS.labels(label).set(max(0.0, now - oldest) if lag and oldest else 0.0)
             self.health.lag(tp.partition, lag, clock)
+            queue = self.uncommitted.get(tp)
+            if queue and not all(f.done() for f in queue[0].waits):
+                self.health.waiting(tp.partition, clock)  # a publication waiting out a lease: not a stall
             metrics.STALL_SECONDS.labels(label).set(self.health.stall(tp.partition, clock))
 
     async def process(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> None:
@@ -323,7 +345,7 @@ class RatingConsumer:
         count = sum(len(records) for records in batches.values())
         metrics.IN_FLIGHT.set(count)
         for tp, records in batches.items():
-            self.oldest_pending[tp] = records[0].timestamp / 1000
+            self.oldest_pending.setdefault(tp, records[0].timestamp / 1000)
         try:
             await self._process(batches)
         finally:
@@ -383,7 +405,7 @@ class RatingConsumer:
                 items.append(Replayed(game) if record.offset < below else game)
                 sources.append(source)
         marks = [Watermark(tp.topic, tp.partition, records[-1].offset + 1) for tp, records in batches.items()]
-        planned, stats = await self.pipeline.run(items, marks)
+        planned, stats = await self.pipeline.run(items, marks, wait=False)
         for mark in marks:
             tp = TopicPartition(mark.topic, mark.partition)
             self.watermarks[tp] = max(self.watermarks.get(tp, 0), mark.offset)
@@ -418,10 +440,35 @@ class RatingConsumer:
             )
         letters.sort(key=lambda d: (d.source.partition, d.source.offset))  # in the order they came
         await self.dead_letters.send(letters)
-        await self.commit({tp: records[-1].offset + 1 for tp, records in batches.items()})
+        waits = tuple(self.pipeline.waiting(stats.parked))
         for tp, records in batches.items():
-            self.oldest_pending.pop(tp, None)
-            self.last_done[tp] = records[-1].timestamp / 1000
+            done = _Done(records[-1].offset + 1, waits, records[0].timestamp / 1000, records[-1].timestamp / 1000)
+            self.uncommitted.setdefault(tp, deque()).append(done)
+        await self.commit_ready()
+
+    async def commit_ready(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Commit, per partition (of `partitions`, or all), the batches done whose parked ratings
+        are published, oldest first, up to the first one still waiting."""
+        ready: dict[TopicPartition, _Done] = {}
+        for tp in list(self.uncommitted if partitions is None else partitions):
+            queue = self.uncommitted.get(tp)
+            while queue and all(f.done() for f in queue[0].waits):
+                done = queue.popleft()
+                for future in done.waits:
+                    future.result()  # what stopped the publication (a Kafka error for good) stops the worker
+                ready[tp] = done
+            if not queue:
+                self.uncommitted.pop(tp, None)
+        if not ready:
+            return
+        await self.commit({tp: done.offset for tp, done in ready.items()})
+        for tp, done in ready.items():
+            self.last_done[tp] = done.last
+            queue = self.uncommitted.get(tp)
+            if queue:
+                self.oldest_pending[tp] = queue[0].first
+            else:
+                self.oldest_pending.pop(tp, None)
 
     async def commit(self, offsets: dict[TopicPartition, int]) -> None:
         """Commit what is done for the partitions still ours; a failed commit is only redelivery."""
@@ -442,17 +489,38 @@ class RatingConsumer:
             log.warning("commit failed (%s: %s); those records will be redelivered", type(e).__name__, e)
 
     async def drain(self, partitions: Iterable[TopicPartition]) -> None:
+        """Before `partitions` move: the batch in flight finishes, and their waiting batches are
+        published and committed, within REVOKE_DRAIN_SECONDS; what is still waiting then is left
+        uncommitted for the next owner (its events stay in Redis, under this process's leases)."""
+        revoked = set(partitions)
         try:
             async with asyncio.timeout(REVOKE_DRAIN_SECONDS):
                 async with self.in_flight:
-                    pass
+                    waits = {f for tp in revoked for done in self.uncommitted.get(tp, ()) for f in done.waits}
+                if waits:
+                    await asyncio.wait(waits)
+                async with self.in_flight:
+                    await self.commit_ready(revoked)
         except TimeoutError:
             log.warning(
-                "partitions %s revoked while a batch was still in flight after %.0f s; "
+                "partitions %s revoked while a batch was still in flight or waiting to be published after %.0f s; "
                 "leaving it uncommitted for the next owner",
-                sorted(str(tp) for tp in partitions),
+                sorted(str(tp) for tp in revoked),
                 REVOKE_DRAIN_SECONDS,
             )
+        for tp in revoked:
+            self.uncommitted.pop(tp, None)
+            self.oldest_pending.pop(tp, None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """A batch's part in one partition, done but not committed until its parked ratings are published."""
+
+    offset: int  # the next offset: what to commit
+    waits: tuple["asyncio.Future[None]", ...]
+    first: float  # its first record's timestamp (s)
+    last: float  # its last record's timestamp (s)
 
 
 @dataclass

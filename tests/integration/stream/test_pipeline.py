@@ -85,7 +85,7 @@ async def verdicts(r: Redis, winner: GameFinished, batch: list[Item]) -> list[Ve
         assert applied == [True]
 
     # No event is published: unrated games change no rating (the publisher is never called).
-    pipeline = Pipeline(ENGINE, Overtaken(r, record_winner), NO_PUBLISHER)
+    pipeline = Pipeline(ENGINE, Overtaken(r, record_winner), NO_PUBLISHER, hold_seconds=60)
     planned, stats = await pipeline.run(batch)
     assert stats.attempts == 2  # the overtaken copies were planned again
     return [p.outcome.verdict for p in planned if isinstance(p.outcome, GameOutcome)]
@@ -114,7 +114,7 @@ async def test_copies_of_a_game_nobody_overtook_keep_their_verdicts(r: Redis) ->
     async def record_elsewhere() -> None:
         await other.apply([Write(elsewhere.game_id, facts_digest(elsewhere), (), ())])
 
-    pipeline = Pipeline(ENGINE, Overtaken(r, record_elsewhere), NO_PUBLISHER)
+    pipeline = Pipeline(ENGINE, Overtaken(r, record_elsewhere), NO_PUBLISHER, hold_seconds=60)
     planned, stats = await pipeline.run([first, first, second])
     assert stats.attempts == 1
     got = [p.outcome.verdict for p in planned if isinstance(p.outcome, GameOutcome)]
@@ -123,7 +123,7 @@ async def test_copies_of_a_game_nobody_overtook_keep_their_verdicts(r: Redis) ->
 
 async def test_a_seed_row_expecting_a_seq_is_imported_only_over_that_seq(r: Redis) -> None:
     """The switch-over's check-and-set: a rating a worker changed since it was compared moves."""
-    pipeline = Pipeline(ENGINE, RedisStore(r, PREFIX, "ours", 60, 3600), NO_PUBLISHER)
+    pipeline = Pipeline(ENGINE, RedisStore(r, PREFIX, "ours", 60, 3600), NO_PUBLISHER, hold_seconds=60)
     row = SeedRow("a", Category.BLITZ, Hundredths(180000), 40)
     # An import that publishes nothing: the store holds the seeded state (seq 1) directly.
     await r.set(keys.state_key(PREFIX, row.key), b"1|150000|10|")
