@@ -5,11 +5,24 @@ For each of the player's ratings (every category, or the one given), in this ord
 1. In one Redis script, for every rating at once: refuse if the store is untrusted, if another
    process holds the rating's publication lease, or if its outbox holds events not yet
    published (unless `--force`, which drops them); else take the lease (so that no worker
-   publishes the rating meanwhile) and delete the state and the outbox.
+   publishes the rating meanwhile) and delete the state and the outbox. A rating whose lease
+   this erase holds already (an earlier run of the same erase that did not finish) is not
+   deleted again: what it holds now came after that deletion (a game of his since, waiting
+   behind the lease) and is published after the tombstone.
 2. Publish a tombstone (the rating's key, a null value) on the output topic, acknowledged by
-   every in-sync replica: consumers forget the key, compaction drops its events, and
-   `rating-worker restore` does not bring it back.
-3. Release the leases.
+   every in-sync replica (`Publisher.deliver`: the leases are renewed before each new attempt):
+   consumers forget the key, compaction drops its events, and `rating-worker restore` does not
+   bring it back.
+3. Release the leases; or, if an attempt's outcome was unknown (a copy of a tombstone may still
+   reach the broker), leave them to run out one publication lease after it, so that no later
+   event of his (a new game, at `seq` 1) is published before such a copy.
+
+The leases are this erase's (`erase:{player}`), claimed for the publication lease plus the
+longest an attempt can take (`worker.service.wiring.lease_seconds`). If the tombstones cannot be
+published (Kafka away past the retry budget), or the command is stopped by a signal, they are
+kept: no worker publishes a game of his meanwhile, and running the same erase again while they
+are held completes it. Two erases of one player at the same time share them (one token):
+don't run them so.
 
 A game of the player applied after the delete starts him afresh, unrated, at `seq` 1; its
 event is published after the tombstone (the lease holds it back until then). The idempotency
@@ -18,22 +31,23 @@ one of those games redelivered is still a duplicate, so an erased rating does no
 Running it again is harmless: nothing is left to delete, and the tombstones are published again.
 """
 
-import uuid
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaProducer
 from redis.asyncio import Redis
 
-from worker.service.connections import close_quietly, kafka_options, make_redis
+from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
-from worker.service.wiring import compression
+from worker.service.wiring import lease_seconds, make_producer, start_producer
 from worker.settings import WorkerSettings
 from worker.store import keys
-from worker.stream.retry import KAFKA_CONNECT, KAFKA_PUBLISH, REDIS_COMMAND, Unreachable, retrying
+from worker.stream.publisher import Delivered, Publisher
+from worker.stream.retry import REDIS_COMMAND, Unreachable, retrying
 
 # ARGV: prefix, token, lease ms, force (0/1), ratings... Returns {"ok", erased...} (the ratings
 # that had a state), or {"untrusted", reason}, {"leased", rating} or {"pending", rating, events}.
+# A rating already leased by this token was deleted by an earlier run: its lease is renewed only.
 _TAKE_AND_DELETE = f"""
 local p, token, lease_ms, force = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1'
 local why = redis.call('GET', p .. '{keys.UNTRUSTED}')
@@ -43,24 +57,35 @@ for i = 5, #ARGV do
   local holder = redis.call('GET', p .. '{keys.LEASE}' .. r)
   if holder and holder ~= token then return {{'leased', r}} end
   local waiting = redis.call('LLEN', p .. '{keys.OUTBOX}' .. r)
-  if waiting > 0 and not force then return {{'pending', r, tostring(waiting)}} end
+  if holder ~= token and waiting > 0 and not force then return {{'pending', r, tostring(waiting)}} end
 end
 local erased = {{'ok'}}
 for i = 5, #ARGV do
   local r = ARGV[i]
-  redis.call('SET', p .. '{keys.LEASE}' .. r, token, 'PX', lease_ms)
-  redis.call('DEL', p .. '{keys.OUTBOX}' .. r)
-  if redis.call('DEL', p .. '{keys.STATE}' .. r) == 1 then erased[#erased + 1] = r end
+  local lease = p .. '{keys.LEASE}' .. r
+  if redis.call('GET', lease) == token then
+    redis.call('PEXPIRE', lease, lease_ms)
+  else
+    redis.call('SET', lease, token, 'PX', lease_ms)
+    redis.call('DEL', p .. '{keys.OUTBOX}' .. r)
+    if redis.call('DEL', p .. '{keys.STATE}' .. r) == 1 then erased[#erased + 1] = r end
+  end
 end
 return erased
 """
-# ARGV: prefix, token, ratings...: releases the leases still ours.
-_RELEASE = f"""
-for i = 3, #ARGV do
+# ARGV: prefix, token, ms, ratings...: the leases still ours are kept `ms` more (0: released);
+# returns the ratings whose lease is not ours.
+_KEEP_OR_RELEASE = f"""
+local lost = {{}}
+for i = 4, #ARGV do
   local lease = ARGV[1] .. '{keys.LEASE}' .. ARGV[i]
-  if redis.call('GET', lease) == ARGV[2] then redis.call('DEL', lease) end
+  if redis.call('GET', lease) == ARGV[2] then
+    if ARGV[3] == '0' then redis.call('DEL', lease) else redis.call('PEXPIRE', lease, ARGV[3]) end
+  else
+    lost[#lost + 1] = ARGV[i]
+  end
 end
-return 0
+return lost
 """
 
 
@@ -85,18 +110,14 @@ def ratings_of(player_id: str, categories: Sequence[str]) -> list[str]:
 async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[str], force: bool) -> Erased:
     ratings = ratings_of(player_id, categories)
     prefix = settings.redis_key_prefix
-    token = f"erase-{uuid.uuid4().hex}"
+    token = f"erase:{player_id}"  # the same for a run again, which then finds the leases its own
+    lease_ms = int(lease_seconds(settings) * 1000)
     redis = make_redis(settings)
     # Connected before anything is deleted: the tombstones go out right after the delete.
-    producer = AIOKafkaProducer(
-        **kafka_options(settings), acks="all", enable_idempotence=False, compression_type=compression(settings)
-    )
+    producer = make_producer(settings)
     try:
         await own_prefix(redis, prefix, settings.system, write=True)
-        await retrying(KAFKA_CONNECT, producer.start)
-        # The leases outlast the publication's retries, so no worker publishes his ratings
-        # before the tombstones (a crash of this command frees them when they expire).
-        lease_ms = int((settings.publication_lease_seconds + 2 * settings.command_retry_seconds) * 1000)
+        await start_producer(producer, settings)
         answer = await _script(redis, _TAKE_AND_DELETE, prefix, token, lease_ms, int(force), *ratings)
         verdict, *rest = [item.decode() if isinstance(item, bytes) else str(item) for item in answer]
         if verdict == "untrusted":
@@ -109,17 +130,35 @@ async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[s
                 f"{rest[0]} has {events} not yet published (a worker publishes them soon; try again, "
                 "or --force to drop them)"
             )
+
+        async def renew(keys_: list[bytes]) -> list[bytes]:
+            lost = await _script(redis, _KEEP_OR_RELEASE, prefix, token, lease_ms, *(k.decode() for k in keys_))
+            return [k if isinstance(k, bytes) else str(k).encode() for k in lost]
+
+        publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)
         try:
-            await _tombstones(settings, producer, ratings)
+            delivered = await publisher.deliver(dict.fromkeys((r.encode() for r in ratings), None), renew)
         except Unreachable as e:
             raise EraseIncomplete(
-                f"his states are deleted but the tombstones are NOT published ({e}): run the same erase again"
+                f"his states are deleted but the tombstones are NOT published ({e}); his leases are kept, up to "
+                f"{lease_ms / 1000:.0f} s after its last attempt, so that no game of his is published meanwhile: "
+                "run the same erase again"
             ) from None
-        finally:
-            await _script(redis, _RELEASE, prefix, token, *ratings)
+        await _release(redis, settings, prefix, token, ratings, delivered)
         return Erased(ratings, rest)
     finally:
         await close_quietly(producer.stop(), redis.aclose())
+
+
+async def _release(
+    redis: Redis, settings: WorkerSettings, prefix: str, token: str, ratings: Sequence[str], delivered: Delivered
+) -> None:
+    """Release the leases, unless an attempt's outcome was unknown: then they run out one
+    publication lease after it (without an idempotent producer, which drops its own late copies)."""
+    hold = 0.0
+    if delivered.uncertain_at is not None and not settings.kafka_idempotent_producer:
+        hold = delivered.uncertain_at + settings.publication_lease_seconds - time.monotonic()
+    await _script(redis, _KEEP_OR_RELEASE, prefix, token, int(hold * 1000) if hold > 0 else 0, *ratings)
 
 
 async def _script(redis: Redis, source: str, *args: str | int) -> list[object]:
@@ -128,15 +167,3 @@ async def _script(redis: Redis, source: str, *args: str | int) -> list[object]:
         return answer
 
     return await retrying(REDIS_COMMAND, run)
-
-
-async def _tombstones(settings: WorkerSettings, producer: AIOKafkaProducer, ratings: Sequence[str]) -> None:
-    """A null value on each rating's key, acknowledged (`acks=all`); partitioned by the key, as
-    the worker's events are (murmur2, every Kafka client's default)."""
-
-    async def send() -> None:
-        sent = [await producer.send(settings.topic_ratings, None, key=rating.encode()) for rating in ratings]
-        for future in sent:
-            await future
-
-    await retrying(KAFKA_PUBLISH, send)
