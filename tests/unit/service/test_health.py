@@ -103,3 +103,13 @@ def test_a_new_assignment_keeps_the_clocks_of_partitions_still_held() -> None:
     assert not ok and "[2]" not in reason and "[0]" in reason
     h.revoked({0})
     assert h.live(now=70.0)[0] and h.stall(0, now=70.0) == 0.0
+
+
+def test_a_partition_whose_commit_waits_for_a_publication_lease_is_not_stalled() -> None:
+    """A rating held one lease after a send of unknown outcome (or waiting for another process's
+    lease) holds its partition's commit back by design: the clock restarts while it waits."""
+    h = healthy(stall=100)
+    h.lag(0, 5, now=0.0)
+    h.waiting(0, now=90.0)
+    assert h.stall(0, now=150.0) == 60.0 and h.live(now=150.0)[0]
+    assert not h.live(now=190.5)[0]  # no longer waiting, no commit: a stall again
