@@ -457,8 +457,8 @@ class WorkerSettings(RulesSettings):
             gt=0,
             description="After a send of unknown outcome (a timeout, a cut connection), no process sends a later "
             "event of its ratings for this long (a late copy of it may still reach the broker); a process claims "
-            "or renews a rating's lease for this plus three delivery timeouts and a second. Must exceed the "
-            "delivery timeout.",
+            "or renews a rating's lease for this plus the delivery timeout, and gives up for a while a round not "
+            "acknowledged this long after its first attempt. Must exceed the delivery timeout.",
         ),
     ] = 60.0
     producer_delivery_timeout_seconds: Annotated[
@@ -466,7 +466,7 @@ class WorkerSettings(RulesSettings):
         Field(
             gt=0,
             description="The Kafka client's request timeout: a produce request not acknowledged within it is given "
-            "up on (an attempt, with the client's own resend, ends within three of them).",
+            "up on; a round's leases are renewed every half of it while a request may be out.",
         ),
     ] = 30.0
 

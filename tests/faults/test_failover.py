@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -56,8 +56,8 @@ class PromotingPublisher(Publisher):
         self.armed = False
         self.rounds = 0
 
-    async def attempt(self, records: Mapping[bytes, bytes | None]) -> bool:
-        clean = await super().attempt(records)
+    async def send(self, records: Sequence[tuple[bytes, bytes | None]]) -> bool:
+        clean = await super().send(records)
         if self.armed:
             self.rounds += 1
             if self.rounds == 1:

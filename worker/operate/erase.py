@@ -45,9 +45,10 @@ from worker.store import keys
 from worker.stream.publisher import Delivered, Publisher
 from worker.stream.retry import REDIS_COMMAND, Unreachable, retrying
 
-# ARGV: prefix, token, lease ms, force (0/1), ratings... Returns {"ok", erased...} (the ratings
-# that had a state), or {"untrusted", reason}, {"leased", rating} or {"pending", rating, events}.
-# A rating already leased by this token was deleted by an earlier run: its lease is renewed only.
+# ARGV: prefix, token, lease ms, force (0/1), ratings... Returns {"ok", owed ms, erased...} (the
+# ratings that had a state), or {"untrusted", reason}, {"leased", rating} or {"pending", rating,
+# events}. A rating already leased by this token was deleted by an earlier run: its lease is renewed
+# only, and what was left of it is "owed" (that run's last attempt may still reach the broker).
 _TAKE_AND_DELETE = f"""
 local p, token, lease_ms, force = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1'
 local why = redis.call('GET', p .. '{keys.UNTRUSTED}')
@@ -59,11 +60,12 @@ for i = 5, #ARGV do
   local waiting = redis.call('LLEN', p .. '{keys.OUTBOX}' .. r)
   if holder ~= token and waiting > 0 and not force then return {{'pending', r, tostring(waiting)}} end
 end
-local erased = {{'ok'}}
+local erased, owed = {{}}, 0
 for i = 5, #ARGV do
   local r = ARGV[i]
   local lease = p .. '{keys.LEASE}' .. r
   if redis.call('GET', lease) == token then
+    owed = math.max(owed, redis.call('PTTL', lease))
     redis.call('PEXPIRE', lease, lease_ms)
   else
     redis.call('SET', lease, token, 'PX', lease_ms)
@@ -71,7 +73,7 @@ for i = 5, #ARGV do
     if redis.call('DEL', p .. '{keys.STATE}' .. r) == 1 then erased[#erased + 1] = r end
   end
 end
-return erased
+return {{'ok', tostring(owed), unpack(erased)}}
 """
 # ARGV: prefix, token, ms, ratings...: the leases still ours are kept `ms` more (0: released);
 # returns the ratings whose lease is not ours.
@@ -118,12 +120,17 @@ async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[s
     try:
         await own_prefix(redis, prefix, settings.system, write=True)
         await start_producer(producer, settings)
+        taken_at = time.monotonic()  # the leases run from no earlier than this
         answer = await _script(redis, _TAKE_AND_DELETE, prefix, token, lease_ms, int(force), *ratings)
         verdict, *rest = [item.decode() if isinstance(item, bytes) else str(item) for item in answer]
         if verdict == "untrusted":
             raise EraseRefused(f"the store is untrusted ({rest[0]}): run `rating-worker restore` first")
         if verdict == "leased":
-            raise EraseRefused(f"{rest[0]} is being published by a worker; try again in a few seconds")
+            raise EraseRefused(
+                f"{rest[0]} is being published by a worker; try again (a worker keeps it up to "
+                f"RATING_PUBLICATION_LEASE_SECONDS={settings.publication_lease_seconds:g} after a send of unknown "
+                "outcome)"
+            )
         if verdict == "pending":
             events = "1 event" if rest[1] == "1" else f"{rest[1]} events"
             raise EraseRefused(
@@ -135,29 +142,46 @@ async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[s
             lost = await _script(redis, _KEEP_OR_RELEASE, prefix, token, lease_ms, *(k.decode() for k in keys_))
             return [k if isinstance(k, bytes) else str(k).encode() for k in lost]
 
+        owed_until = taken_at + int(rest[0]) / 1000  # an earlier run's last attempt, a lease later
         publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)
+        incomplete = (
+            "his states are deleted but the tombstones are NOT published ({}); his leases are kept, up to "
+            f"{lease_ms / 1000:.0f} s after its last attempt, so that no game of his is published meanwhile: "
+            "run the same erase again"
+        )
+        tombstones = dict.fromkeys((r.encode() for r in ratings), None)
         try:
-            delivered = await publisher.deliver(dict.fromkeys((r.encode() for r in ratings), None), renew)
+            delivered = await publisher.deliver(tombstones, renew, taken_at, settings.publication_lease_seconds)
         except Unreachable as e:
-            raise EraseIncomplete(
-                f"his states are deleted but the tombstones are NOT published ({e}); his leases are kept, up to "
-                f"{lease_ms / 1000:.0f} s after its last attempt, so that no game of his is published meanwhile: "
-                "run the same erase again"
-            ) from None
-        await _release(redis, settings, prefix, token, ratings, delivered)
-        return Erased(ratings, rest)
+            raise EraseIncomplete(incomplete.format(e)) from None
+        if missing := sorted(k.decode() for k in delivered.given_up | delivered.lost):
+            why = f"not acknowledged for {', '.join(missing)}" + (
+                " (a worker took the lease)" if delivered.lost else ""
+            )
+            raise EraseIncomplete(incomplete.format(why))
+        await _release(redis, settings, prefix, token, ratings, delivered, owed_until)
+        return Erased(ratings, rest[1:])
     finally:
         await close_quietly(producer.stop(), redis.aclose())
 
 
 async def _release(
-    redis: Redis, settings: WorkerSettings, prefix: str, token: str, ratings: Sequence[str], delivered: Delivered
+    redis: Redis,
+    settings: WorkerSettings,
+    prefix: str,
+    token: str,
+    ratings: Sequence[str],
+    delivered: Delivered,
+    owed_until: float,
 ) -> None:
     """Release the leases, unless an attempt's outcome was unknown: then they run out one
-    publication lease after it (without an idempotent producer, which drops its own late copies)."""
-    hold = 0.0
+    publication lease after it (without an idempotent producer, which drops its own late copies);
+    and never before what an earlier run of this erase left of them (`owed_until`: its tombstones,
+    from another producer, may still arrive)."""
+    until = owed_until
     if delivered.uncertain_at is not None and not settings.kafka_idempotent_producer:
-        hold = delivered.uncertain_at + settings.publication_lease_seconds - time.monotonic()
+        until = max(until, delivered.uncertain_at + settings.publication_lease_seconds)
+    hold = until - time.monotonic()
     await _script(redis, _KEEP_OR_RELEASE, prefix, token, int(hold * 1000) if hold > 0 else 0, *ratings)
 
 

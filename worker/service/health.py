@@ -73,12 +73,11 @@ class Health:
             waiting.since = now
 
     def waiting(self, partition: int, now: float) -> None:
-        """The partition's oldest uncommitted batch waits for ratings whose publication waits out
-        a lease (a hold after a send of unknown outcome, or another process's lease): progress
-        delayed by design, not a stall. Its clock restarts, as while a dependency is away."""
-        waiting = self.partitions.get(partition)
-        if waiting is not None and waiting.since is not None:
-            waiting.since = now
+        """The partition's oldest uncommitted batch waits, by design, for ratings whose publication
+        waits out a lease (a hold after a send of unknown outcome, or another process's lease;
+        `worker.stream.consumer.waits_by_design`): progress delayed, not a stall. Its clock
+        restarts, as at a commit."""
+        self.progressed(partition, now)
 
     def progressed(self, partition: int, now: float) -> None:
         """A commit: whatever still waits counts from now."""

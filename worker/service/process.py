@@ -33,7 +33,7 @@ from worker.service import memory_trace
 from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
 from worker.service.health import Health, serve_http, watch_dependencies
 from worker.service.owner import PrefixOwned
-from worker.service.wiring import IdempotenceRefused, pipeline_for
+from worker.service.wiring import IdempotenceRefused, longest_wait, pipeline_for
 from worker.settings import WorkerSettings
 from worker.store.redis_store import RedisStateStore
 from worker.stream import retry
@@ -158,6 +158,7 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
                 settings.max_message_bytes,
                 health,
                 future_allowance_seconds=settings.future_allowance_seconds,
+                max_wait=longest_wait(settings),
             )
             consumer.subscribe([settings.topic_games], listener=worker.listener())
             try:

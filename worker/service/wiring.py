@@ -17,7 +17,7 @@ from worker.service.owner import own_prefix
 from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
 from worker.store.redis_store import STORES, RedisStateStore
 from worker.stream.pipeline import Pipeline
-from worker.stream.publisher import Publisher, attempt_bound
+from worker.stream.publisher import Publisher
 from worker.stream.retry import KAFKA_CONNECT, REDIS_CONNECT, retrying
 
 
@@ -33,7 +33,7 @@ def compression(settings: WorkerSettings) -> str | None:
 
 def make_producer(settings: WorkerSettings) -> AIOKafkaProducer:
     """The producer of the worker and of every command that writes to Kafka (erase,
-    replay-dead-letters): what `worker.stream.publisher.attempt_bound` assumes of it."""
+    replay-dead-letters): its request timeout is RATING_PRODUCER_DELIVERY_TIMEOUT_SECONDS."""
     return AIOKafkaProducer(
         **kafka_options(settings),
         acks="all",
@@ -74,10 +74,19 @@ class IdempotenceRefused(Exception):
 
 
 def lease_seconds(settings: WorkerSettings) -> float:
-    """How long a claim or renewal keeps a publication lease: the publication lease after the
-    longest an attempt to send can last, so that a process that dies during one keeps the others
-    off for a full lease after it (`worker.stream.publisher`)."""
-    return settings.publication_lease_seconds + attempt_bound(settings.producer_delivery_timeout_seconds)
+    """How long a claim or renewal keeps a publication lease: the publication lease plus the
+    delivery timeout, renewed every half delivery timeout while a request may be out, so that a
+    process that dies at any moment keeps the others off for a full lease after it
+    (`worker.stream.publisher`)."""
+    return settings.publication_lease_seconds + settings.producer_delivery_timeout_seconds
+
+
+def longest_wait(settings: WorkerSettings) -> float:
+    """The longest a rating's events may wait by design for a lease (`worker.stream.consumer`,
+    `waits_by_design`): another process's round is given up a publication lease after its first
+    attempt, its last attempt resolved (aiokafka: within about three delivery timeouts), then its
+    lease runs out (the lease plus a delivery timeout): twice the lease and four delivery timeouts."""
+    return 2 * settings.publication_lease_seconds + 4 * settings.producer_delivery_timeout_seconds
 
 
 @asynccontextmanager

@@ -93,8 +93,8 @@ class RedisStateStore(Generic[S]):
         self.redis = redis
         self.prefix = prefix
         self.token = token
-        # How long a claim or a renewal keeps a lease: the publication lease plus the longest an
-        # attempt to send may take (`worker.stream.publisher.attempt_bound`), see `worker.stream.pipeline`.
+        # How long a claim or a renewal keeps a lease: the publication lease plus the delivery
+        # timeout (`worker.service.wiring.lease_seconds`; see `worker.stream.publisher`).
         self.lease_ms = int(lease_seconds * 1000)
         self.retention_ms = retention_seconds * 1000
         self.wait_replicas = wait_replicas

@@ -76,6 +76,7 @@ class RatingConsumer:
         health: Health | None = None,
         *,
         future_allowance_seconds: int,  # RATING_FUTURE_ALLOWANCE_SECONDS
+        max_wait: float = float("inf"),  # see `waits_by_design`
     ) -> None:
         self.health = health or Health(stall_seconds=float("inf"))
         self.consumer = consumer
@@ -104,6 +105,9 @@ class RatingConsumer:
         # Per partition, the batches done but not committed, oldest first: (next offset, what their
         # parked ratings' publication waits for, first and last record timestamps in s).
         self.uncommitted: dict[TopicPartition, deque[_Done]] = {}
+        self.processing_since: float | None = None  # time.monotonic() when the batch in flight began
+        # The longest a batch may wait for its parked ratings by design (`waits_by_design`).
+        self.max_wait = max_wait
 
     def listener(self) -> ConsumerRebalanceListener:
         return _Listener(self)
@@ -336,11 +340,27 @@ class RatingConsumer:
             metrics.LAG_SECONDS.labels(label).set(max(0.0, now - oldest) if lag and oldest else 0.0)
             self.health.lag(tp.partition, lag, clock)
             queue = self.uncommitted.get(tp)
-            if queue and not all(f.done() for f in queue[0].waits):
-                self.health.waiting(tp.partition, clock)  # a publication waiting out a lease: not a stall
+            if queue and self.waits_by_design(queue[0], clock):
+                self.health.waiting(tp.partition, clock)
             metrics.STALL_SECONDS.labels(label).set(self.health.stall(tp.partition, clock))
 
+    def waits_by_design(self, done: "_Done", clock: float) -> bool:
+        """Whether a partition's oldest uncommitted batch waits for its parked ratings as the
+        design wants it to (not a stall): their publication is not done, and has waited less than
+        the longest it may (`max_wait`: another process's round given up after a lease, then its
+        lease run out), while no batch has been in flight for the stall time (a hung batch is one)."""
+        if all(f.done() for f in done.waits) or clock - done.queued > self.max_wait:
+            return False
+        return self.processing_since is None or clock - self.processing_since < self.health.stall_seconds
+
     async def process(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+        self.processing_since = time.monotonic()
+        try:
+            await self._timed(batches)
+        finally:
+            self.processing_since = None
+
+    async def _timed(self, batches: dict[TopicPartition, list[ConsumerRecord]]) -> None:
         started = time.perf_counter()
         count = sum(len(records) for records in batches.values())
         metrics.IN_FLIGHT.set(count)
@@ -440,9 +460,10 @@ class RatingConsumer:
             )
         letters.sort(key=lambda d: (d.source.partition, d.source.offset))  # in the order they came
         await self.dead_letters.send(letters)
-        waits = tuple(self.pipeline.waiting(stats.parked))
+        queued = time.monotonic()
         for tp, records in batches.items():
-            done = _Done(records[-1].offset + 1, waits, records[0].timestamp / 1000, records[-1].timestamp / 1000)
+            first, last = records[0].timestamp / 1000, records[-1].timestamp / 1000
+            done = _Done(records[-1].offset + 1, tuple(stats.waiting), frozenset(stats.parked), first, last, queued)
             self.uncommitted.setdefault(tp, deque()).append(done)
         await self.commit_ready()
 
@@ -493,11 +514,15 @@ class RatingConsumer:
         published and committed, within REVOKE_DRAIN_SECONDS; what is still waiting then is left
         uncommitted for the next owner (its events stay in Redis, under this process's leases)."""
         revoked = set(partitions)
+        deadline = time.monotonic() + REVOKE_DRAIN_SECONDS
         try:
-            async with asyncio.timeout(REVOKE_DRAIN_SECONDS):
+            async with asyncio.timeout_at(asyncio.get_running_loop().time() + REVOKE_DRAIN_SECONDS):
                 async with self.in_flight:
-                    waits = {f for tp in revoked for done in self.uncommitted.get(tp, ()) for f in done.waits}
-                if waits:
+                    batches = [done for tp in revoked for done in self.uncommitted.get(tp, ())]
+                waits = {f for done in batches for f in done.waits}
+                due = self.pipeline.due({r for done in batches for r in done.parked})
+                # A wait that cannot end within the bound (a hold of a lease) is not waited for.
+                if waits and (due is None or due < deadline):
                     await asyncio.wait(waits)
                 async with self.in_flight:
                     await self.commit_ready(revoked)
@@ -519,8 +544,10 @@ class _Done:
 
     offset: int  # the next offset: what to commit
     waits: tuple["asyncio.Future[None]", ...]
+    parked: frozenset[str]  # the ratings they are for
     first: float  # its first record's timestamp (s)
     last: float  # its last record's timestamp (s)
+    queued: float  # time.monotonic() when it was done
 
 
 @dataclass

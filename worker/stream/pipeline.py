@@ -2,7 +2,7 @@
 
 Retries until every item is applied (or found to be a duplicate) and every outbox it touched is
 published, or parked (below) to be published as soon as it may. The caller commits the batch's
-offsets once every rating the batch parked is published (`settled`).
+offsets once every rating the batch parked is published (`BatchStats.waiting`).
 
 **Ratings whose publication must wait: parked.** A rating's events cannot always go out with
 its batch:
@@ -29,7 +29,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic
 
@@ -55,6 +55,9 @@ class BatchStats:
     attempts: int = 0
     events_sent: int = 0
     parked: set[str] = field(default_factory=set)  # ratings whose events wait (see the module's docstring)
+    # What their publication waits for, taken while the batch still held the lock: done once each
+    # is published, or failed with what stopped it.
+    waiting: list["asyncio.Future[None]"] = field(default_factory=list)
 
 
 @dataclass
@@ -75,17 +78,16 @@ class Pipeline(Generic[S]):
         *,
         hold_seconds: float,  # RATING_PUBLICATION_LEASE_SECONDS: the hold after an uncertain attempt
         fenced: bool = False,  # an idempotent producer: no hold (see the module's docstring)
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.engine = engine
         self.store = store
         self.publisher = publisher
         self.hold_seconds = hold_seconds
         self.fenced = fenced
-        self.clock = clock
         self._publishing = asyncio.Lock()
         self._parked: dict[str, _Parked] = {}
         self._holds: dict[str, float] = {}  # rating -> until when no later event of it may be sent
+        self._prune_at = 0.0  # when the holds that ended are next dropped
         self._flusher: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()  # a rating was parked: the background task looks again
         self._failure: Exception | None = None  # what stopped the background task, raised to every caller
@@ -106,7 +108,7 @@ class Pipeline(Generic[S]):
            every later copy of the same game: a copy's verdict (duplicate or conflict) was
            decided against the earlier copy's plan, which no longer holds.
         6. With `wait`, return once the parked ratings are published too (the commands);
-           without, the caller waits for `settled(stats.parked)` before it commits (the worker).
+           without, the caller waits for `stats.waiting` before it commits (the worker).
         """
         stats = BatchStats()
         if self._failure is not None:
@@ -128,10 +130,11 @@ class Pipeline(Generic[S]):
                 # Unconfirmed events of any rating the batch read are flushed with it: a duplicate
                 # game, an unchanged seed row or a crash before publication leaves no event behind.
                 flush = [r for r in ratings if snapshot.unconfirmed.get(r)]
+                claimed_at = time.monotonic()  # the leases the apply claims run from no earlier than this
                 applied, claimed = await retrying(REDIS_APPLY, self.store.apply, writes, flush, marks)
                 await retrying(REDIS_WAIT, self.store.replicated)
                 retry = unapplied(pending, planned, applied, final)
-                sent, parked = await self._publish(claimed)
+                sent, parked = await self._publish(claimed, claimed_at)
                 stats.events_sent += sent
                 stats.parked |= parked
                 if retry:
@@ -139,21 +142,15 @@ class Pipeline(Generic[S]):
                     log.debug("%d of %d items changed under us; recomputing them", len(retry), len(pending))
                     await asyncio.sleep(random.uniform(0, 0.005))  # de-synchronise competing replicas
                 pending = retry
+            stats.waiting = [self._parked[r].done for r in stats.parked if r in self._parked]
         if wait:
-            await self.settled(stats.parked)
+            await settled(stats.waiting)
         return [p for p in final if p is not None], stats
 
-    def waiting(self, ratings: Iterable[str]) -> list["asyncio.Future[None]"]:
-        """What publishing `ratings` still waits for: done once each is published (or failed)."""
-        return [self._parked[r].done for r in ratings if r in self._parked]
-
-    async def settled(self, ratings: Iterable[str]) -> None:
-        """Return once every rating of `ratings` parked now is published; raise what stopped it."""
-        futures = self.waiting(ratings)
-        if futures:
-            await asyncio.wait(futures)  # not gather: a cancelled waiter must not cancel them for all
-            for future in futures:
-                future.result()
+    def due(self, ratings: Iterable[str]) -> float | None:
+        """The latest time (time.monotonic()) any of `ratings` parked now is next tried, if any is."""
+        dues = [self._parked[r].due for r in ratings if r in self._parked]
+        return max(dues) if dues else None
 
     @property
     def parked(self) -> int:
@@ -169,7 +166,7 @@ class Pipeline(Generic[S]):
                 await self._flusher
         self._fail_parked(None)
 
-    async def _publish(self, claimed: Claimed, flushing: Iterable[str] = ()) -> tuple[int, set[str]]:
+    async def _publish(self, claimed: Claimed, renewed_at: float, flushing: Iterable[str] = ()) -> tuple[int, set[str]]:
         """Send the claimed outboxes in rounds; after each, drop what Kafka acknowledged.
 
         Round r holds the r-th event of every outbox, so event n+1 of a rating goes out only
@@ -177,11 +174,15 @@ class Pipeline(Generic[S]):
         the last event sent of a rating, and only right after its original. A round whose
         outcome was unknown for a while holds its ratings for one lease from then (their
         next events are parked until it ends). A rating parked already (unless it is one the
-        background task is `flushing`), held, blocked by another process's lease or whose lease
-        was lost meanwhile is parked and not sent now. Returns the events sent and the ratings
-        parked.
+        background task is `flushing`), held, blocked by another process's lease, whose lease
+        was lost meanwhile, or whose round was given up (not acknowledged a lease after its first
+        attempt: tried again once its lease has run out) is parked and not sent now. `renewed_at`:
+        when the claimed leases were taken. Returns the events sent and the ratings parked.
         """
-        now = self.clock()
+        now = time.monotonic()
+        if now >= self._prune_at:  # the holds that ended, dropped once a lease
+            self._holds = {r: until for r, until in self._holds.items() if until > now}
+            self._prune_at = now + self.hold_seconds
         mine = set(flushing)
         parked: set[str] = set()
         for rating in claimed.blocked:
@@ -199,7 +200,9 @@ class Pipeline(Generic[S]):
         r = 0
         while outboxes:
             heads = {rating: events[r] for rating, events in outboxes.items()}
-            delivered = await self.publisher.deliver({k.encode(): v for k, v in heads.items()}, self._renew)
+            delivered = await self.publisher.deliver(
+                {k.encode(): v for k, v in heads.items()}, self._renew, renewed_at, self.hold_seconds
+            )
             ours = {k.decode() for k in delivered.keys}
             sent += len(ours)
             more = {rating for rating in ours if len(outboxes[rating]) > r + 1}
@@ -208,12 +211,16 @@ class Pipeline(Generic[S]):
                 until = delivered.uncertain_at + self.hold_seconds
                 for rating in ours:
                     self._holds[rating] = until
-                hold = dict.fromkeys(ours, max(0.001, until - self.clock()))
+                hold = dict.fromkeys(ours, max(0.001, until - time.monotonic()))
             acked = {rating: heads[rating] for rating in ours}
+            renewed_at = time.monotonic()
             gone = set(await retrying(REDIS_ACK, self.store.ack, acked, more, hold))
             await retrying(REDIS_WAIT, self.store.replicated)  # before the next round goes out
-            for rating in (heads.keys() - ours) | gone:  # lost: whoever holds the lease sends them
-                self._park(rating, self.clock(), blocked=True)
+            for key in delivered.given_up:  # ours until its lease runs out, then tried again
+                self._park(key.decode(), delivered.lease_until)
+                parked.add(key.decode())
+            for rating in {k.decode() for k in delivered.lost} | gone:  # whoever holds the lease sends them
+                self._park(rating, time.monotonic(), blocked=True)
                 parked.add(rating)
             for rating in (more & hold.keys()) - gone:
                 self._park(rating, self._holds[rating])
@@ -248,7 +255,7 @@ class Pipeline(Generic[S]):
             done.add_done_callback(_retrieved)  # its waiters raise the failure; nobody else must see it
             entry = self._parked[rating] = _Parked(due, BLOCKED_FIRST_DELAY, done)
         if blocked:  # tried again after a backoff that doubles up to BLOCKED_MAX_DELAY
-            entry.due = max(due, self.clock() + entry.delay)
+            entry.due = max(due, time.monotonic() + entry.delay)
             entry.delay = min(entry.delay * 2, BLOCKED_MAX_DELAY)
         else:
             entry.due = due
@@ -266,16 +273,16 @@ class Pipeline(Generic[S]):
                 self._wake.clear()
                 due = min(entry.due for entry in self._parked.values())
                 with contextlib.suppress(TimeoutError):  # woken early when a rating is parked
-                    async with asyncio.timeout(max(0.0, due - self.clock())):
+                    async with asyncio.timeout(max(0.0, due - time.monotonic())):
                         await self._wake.wait()
                 async with self._publishing:
-                    now = self.clock()
+                    now = time.monotonic()
                     ready = sorted(r for r, entry in self._parked.items() if entry.due <= now)
                     if not ready:
                         continue
                     claimed = await retrying(REDIS_CLAIM, self.store.claim, ready)
                     await retrying(REDIS_WAIT, self.store.replicated)
-                    _, parked = await self._publish(claimed, ready)
+                    _, parked = await self._publish(claimed, now, ready)
                     for rating in ready:
                         if rating not in parked:  # published, or nothing was left to publish
                             self._parked.pop(rating).done.set_result(None)
@@ -294,6 +301,14 @@ class Pipeline(Generic[S]):
                     entry.done.set_exception(error)
         self._parked.clear()
         metrics.PUBLICATIONS_WAITING.set(0)
+
+
+async def settled(waiting: Sequence["asyncio.Future[None]"]) -> None:
+    """Return once every future of `waiting` (`BatchStats.waiting`) is done; raise what stopped one."""
+    if waiting:
+        await asyncio.wait(waiting)  # not gather: a cancelled waiter must not cancel them for all
+        for future in waiting:
+            future.result()
 
 
 def _retrieved(future: "asyncio.Future[None]") -> None:

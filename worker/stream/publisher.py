@@ -10,20 +10,24 @@ partitions) and sent with `send_batch`, one produce request per partition rather
 have reached the broker, or may reach it later: aiokafka gives up on a request after its request
 timeout and closes the connection, but bytes already on their way (held by a slow link or a
 proxy) can still arrive. The same holds for a request aiokafka resent by itself after a
-connection error, inside an attempt that then succeeded. `attempt` waits until the client has
-resolved every batch of the attempt (delivered, refused or given up on), so that when it returns
-or raises, the client holds no request of it any more, and it says whether a request of it was
-given up on. `deliver` repeats attempts until the round is acknowledged, renewing the leases
-before each new one, and says when the last uncertain attempt was abandoned: the caller then
-sends no later event of those keys for one publication lease (`worker.stream.pipeline`).
+connection error, inside an attempt that then succeeded. An attempt ends only when the client has
+resolved every batch of it (delivered, refused or given up on: aiokafka resolves a batch's future
+after its last request, and sends it no more), however long that takes, so that when it returns
+or raises, the client holds no request of it; and it says whether a request of it was given up
+on. `deliver` repeats attempts until the round is acknowledged and says when the last uncertain
+attempt was abandoned: the caller then sends no later event of those keys for one publication
+lease (`worker.stream.pipeline`).
 
-**How long an attempt may take** (`attempt_bound`). aiokafka sends a batch once the broker's
-connection has no request in flight (at most one request timeout), gives up on a request after
-its request timeout, and resends a batch after a connection error only while the batch is younger
-than the request timeout: every request of an attempt is resolved within three request timeouts
-of its start. Leases are claimed and renewed for the publication lease plus this bound, so that
-a process that dies during an attempt keeps every other writer off its ratings until a full lease
-has passed since any request of it could still be in the client's hands.
+**Leases kept while a request may be out.** While any request of the round may be in the
+client's hands, its leases are renewed every half delivery timeout (and before each new attempt),
+each renewal for the publication lease plus the delivery timeout (`lease_seconds` in
+`worker.service.wiring`). So if this process dies at any moment, its leases run at least one
+publication lease past it: no other writer sends a later event of those ratings before a request
+of it could be late by a whole lease. A round still not acknowledged one publication lease after
+its first attempt is given up (`Delivered.given_up`): no new attempt, and so no more renewals once
+the last one is resolved, so that a process cut off from the broker does not keep its ratings from
+the others for ever. (A renewal that Redis does not answer in time is skipped: during a Redis
+outage the leases run out from their last renewal.)
 """
 
 import asyncio
@@ -35,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import NodeNotReadyError
 from aiokafka.partitioner import DefaultPartitioner
 
 from worker import metrics
@@ -43,21 +48,17 @@ from worker.stream.retry import KAFKA_PUBLISH, REDIS_CLAIM, retrying
 log = logging.getLogger(__name__)
 
 PRODUCE_API_KEY = 0  # the Kafka protocol's Produce request
-# aiokafka's backoff before it resends a batch (its retry_backoff_ms), and slack for the event loop.
-RESEND_SLACK_SECONDS = 1.0
 
-
-def attempt_bound(delivery_timeout: float) -> float:
-    """The longest an attempt to send a round may keep a request in the client's hands (see the
-    module's docstring): a wait for the connection, the request, and one resend, each within the
-    request timeout (RATING_PRODUCER_DELIVERY_TIMEOUT_SECONDS)."""
-    return 3 * delivery_timeout + RESEND_SLACK_SECONDS
+# renew(keys) -> the keys whose lease is not ours (the others are renewed).
+Renew = Callable[[list[bytes]], Awaitable[list[bytes]]]
 
 
 class _GivenUp:
-    """Counts the produce requests the client gave up on (a timeout, a broken connection),
-    including those it then resent by itself, which the caller is never told of.
-    It wraps the client's `send`, through which aiokafka's sender sends every request."""
+    """Counts the produce requests the client gave up on once sent (a timeout, a broken
+    connection), including those it then resent by itself, which the caller is never told of.
+    It wraps the client's `send`, through which aiokafka's sender sends every request. Every
+    produce request of the producer counts (dead letters share it): it errs on the side of a
+    hold too many."""
 
     def __init__(self, producer: AIOKafkaProducer) -> None:
         self.count = 0
@@ -67,6 +68,8 @@ class _GivenUp:
         async def watched(node_id: int, request: Any, **options: Any) -> Any:
             try:
                 return await send(node_id, request, **options)
+            except NodeNotReadyError:
+                raise  # nothing was sent
             except BaseException:
                 if getattr(request, "API_KEY", None) == PRODUCE_API_KEY:
                     self.count += 1
@@ -75,14 +78,22 @@ class _GivenUp:
         client.send = watched
 
 
+class _GaveUp(Exception):
+    """The round is still not acknowledged one publication lease after its first attempt."""
+
+
 @dataclass(frozen=True, slots=True)
 class Delivered:
-    """A round acknowledged by Kafka: the keys it was delivered for (those whose lease was lost
-    during retries were dropped from it) and when the last attempt whose outcome is unknown was
-    abandoned (time.monotonic(); None if every attempt was clean)."""
+    """What became of a round: the keys Kafka acknowledged; those given up (not acknowledged a
+    lease after the first attempt: their leases are ours until `lease_until`); those whose lease
+    was lost during the retries (sent no more); and when the last attempt whose outcome is unknown
+    was abandoned (time.monotonic(); None if every attempt was clean)."""
 
     keys: frozenset[bytes]
-    uncertain_at: float | None
+    given_up: frozenset[bytes] = frozenset()
+    lost: frozenset[bytes] = frozenset()
+    uncertain_at: float | None = None
+    lease_until: float = 0.0  # monotonic: when the leases of `given_up` run out, at the latest
 
 
 class Publisher:
@@ -94,23 +105,54 @@ class Publisher:
         self._given_up = _GivenUp(producer) if producer is not None else None
 
     async def deliver(
-        self, records: Mapping[bytes, bytes | None], renew: Callable[[list[bytes]], Awaitable[list[bytes]]]
+        self, records: Mapping[bytes, bytes | None], renew: Renew, renewed_at: float, lease: float
     ) -> Delivered:
         """Send one round (at most one record per key; a None value is a tombstone) until Kafka
-        acknowledges it. Before each attempt after the first, `renew` renews the keys' leases and
-        returns those that were lost: they are sent no more (another process holds them now)."""
+        acknowledges it, keeping its leases renewed (see the module's docstring). `renewed_at`:
+        when its leases were last claimed or renewed (time.monotonic(), taken before the call);
+        `lease`: RATING_PUBLICATION_LEASE_SECONDS; `renew` renews the leases and returns the keys
+        whose lease is not ours."""
         round_ = dict(records)
+        lost: set[bytes] = set()
         uncertain_at: float | None = None
+        started = time.monotonic()
+        every = self.delivery_timeout / 2
+        last = renewed_at
+
+        async def keep(bounded: bool) -> None:
+            """Renew the round's leases: retried as any call, or, while an attempt is out
+            (`bounded`), tried once within half a delivery timeout."""
+            nonlocal last
+            at = time.monotonic()
+            if bounded:
+                try:
+                    async with asyncio.timeout(every):
+                        gone = await renew(list(round_))
+                except Exception as e:  # Redis away: the leases run out from their last renewal
+                    log.debug("leases not renewed during a publication (%s: %s)", type(e).__name__, e)
+                    return
+            else:
+                gone = await retrying(REDIS_CLAIM, renew, list(round_))
+            last = at
+            if gone:
+                lost.update(gone)
+                for key in gone:
+                    round_.pop(key, None)
+
+        async def tick() -> None:
+            if time.monotonic() - last >= every:
+                await keep(bounded=True)
 
         async def attempt() -> None:
-            nonlocal round_, uncertain_at
-            if uncertain_at is not None:
-                lost = set(await retrying(REDIS_CLAIM, renew, list(round_)))
-                round_ = {k: v for k, v in round_.items() if k not in lost}
+            nonlocal uncertain_at
+            if uncertain_at is not None and time.monotonic() - started >= lease:
+                raise _GaveUp
+            if uncertain_at is not None or time.monotonic() - last >= every:
+                await keep(bounded=False)
                 if not round_:
                     return
             try:
-                clean = await self.attempt(round_)
+                clean = await self.attempt(round_, tick, every)
             except BaseException as e:
                 uncertain_at = time.monotonic()
                 metrics.PUBLICATIONS_UNCERTAIN.inc()
@@ -132,12 +174,36 @@ class Publisher:
                     len(round_),
                 )
 
-        await retrying(KAFKA_PUBLISH, attempt)
-        return Delivered(frozenset(round_), uncertain_at)
+        try:
+            await retrying(KAFKA_PUBLISH, attempt)
+        except _GaveUp:
+            log.error(
+                "a publication of %d records was not acknowledged within a publication lease (%.0f s): given up for "
+                "now; their leases run out, and they are tried again after that",
+                len(round_),
+                lease,
+            )
+            return Delivered(frozenset(), frozenset(round_), frozenset(lost), uncertain_at, last + lease + 2 * every)
+        return Delivered(frozenset(round_), frozenset(), frozenset(lost), uncertain_at)
 
-    async def attempt(self, records: Mapping[bytes, bytes | None]) -> bool:
-        """One attempt to send a round (`send`)."""
-        return await self.send(list(records.items()))
+    async def attempt(
+        self,
+        records: Mapping[bytes, bytes | None],
+        tick: Callable[[], Awaitable[None]] | None = None,
+        every: float = 0.0,
+    ) -> bool:
+        """One attempt to send a round (`send`), calling `tick` every `every` seconds until the
+        client has resolved every batch of it."""
+        sending = asyncio.ensure_future(self.send(list(records.items())))
+        try:
+            while tick is not None:
+                done, _ = await asyncio.wait({sending}, timeout=every)
+                if done:
+                    break
+                await tick()
+            return await sending
+        finally:
+            sending.cancel()
 
     async def send(self, records: Sequence[tuple[bytes, bytes | None]]) -> bool:
         """One attempt: send the records and wait until the client has resolved every batch.
@@ -150,20 +216,19 @@ class Publisher:
         for key, value in records:
             by_partition[self.partitioner(key, partitions, partitions)].append((key, value))
         futures: list[asyncio.Future[Any]] = []
-        async with asyncio.timeout(attempt_bound(self.delivery_timeout)):
-            try:
-                for partition, batch_records in by_partition.items():
-                    batch = self.producer.create_batch()
-                    for key, value in batch_records:
-                        if batch.append(key=key, value=value, timestamp=None) is None:
-                            futures.append(await self.producer.send_batch(batch, self.topic, partition=partition))
-                            batch = self.producer.create_batch()
-                            batch.append(key=key, value=value, timestamp=None)
-                    futures.append(await self.producer.send_batch(batch, self.topic, partition=partition))
-            finally:
-                # Every batch handed over is waited for, also when a later one could not be: its
-                # outcome is what the caller needs, and no failure goes unretrieved.
-                outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        try:
+            for partition, batch_records in by_partition.items():
+                batch = self.producer.create_batch()
+                for key, value in batch_records:
+                    if batch.append(key=key, value=value, timestamp=None) is None:
+                        futures.append(await self.producer.send_batch(batch, self.topic, partition=partition))
+                        batch = self.producer.create_batch()
+                        batch.append(key=key, value=value, timestamp=None)
+                futures.append(await self.producer.send_batch(batch, self.topic, partition=partition))
+        finally:
+            # Every batch handed over is waited for, however long the client takes (it resolves
+            # each once it sends it no more), also when a later one could not be handed over.
+            outcomes = await asyncio.shield(asyncio.gather(*futures, return_exceptions=True))
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome

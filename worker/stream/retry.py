@@ -67,6 +67,11 @@ PERMANENT_KAFKA_ERRORS: tuple[type[KafkaError], ...] = (
     errors.IllegalSaslStateError,
     errors.KafkaConfigurationError,
     errors.IllegalArgumentError,
+    # The idempotent producer's session is broken (a gap in its sequence numbers, another session
+    # of its id): only a new producer, that is a restart, cures it.
+    errors.OutOfOrderSequenceNumber,
+    errors.ProducerFenced,
+    errors.InvalidProducerEpoch,
 )
 TRANSIENT: tuple[type[BaseException], ...] = (
     ConnectionError,

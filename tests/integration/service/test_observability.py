@@ -134,7 +134,11 @@ async def test_ready_only_after_assignment_and_live_fails_on_a_stalled_partition
     await stack.create_topics(games=1, ratings=1)
     assert stack.import_seed(seed_file(stack.tmp)).returncode == 0
     port = free_port()
-    worker = stack.start_worker(metrics_port=port, stall_seconds=4, publication_lease_seconds=3)
+    # A lease and a delivery timeout short enough that the longest a rating may wait for another
+    # process's lease by design (2 x 1.5 + 4 x 1 = 7 s: worker.service.wiring.longest_wait) is soon over.
+    worker = stack.start_worker(
+        metrics_port=port, stall_seconds=4, publication_lease_seconds=1.5, producer_delivery_timeout_seconds=1
+    )
     # Ready only once partitions are assigned: every answer before the first 200 is a 503.
     answers = []
     deadline = time.monotonic() + 30
@@ -149,8 +153,9 @@ async def test_ready_only_after_assignment_and_live_fails_on_a_stalled_partition
     assert any(s == 503 for s, _ in answers), "never seen unready before the assignment"
     assert all(s == 503 for s, _ in answers[:-1])
     assert get(port, "/livez")[0] == 200
-    # A stall with Kafka and Redis up: another process holds m05's publication lease for
-    # long, so the worker cannot publish m05's change and its partition stops committing.
+    # A stall with Kafka and Redis up: another process holds m05's publication lease for long
+    # (longer than any lease may last), so the worker cannot publish m05's change and its
+    # partition stops committing: a stall once the longest wait by design (7 s) is over.
     r = stack.redis_client()
     r.set("rating:l:m05/blitz", "someone-else", px=600_000)
     await stack.produce([game(1, "m05", "m06")] + [game(i, "m07", "m08") for i in range(2, 10)])

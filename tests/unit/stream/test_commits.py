@@ -33,7 +33,7 @@ def consumer() -> tuple[RatingConsumer, Commits]:
 
 
 def done(offset: int, *waits: "asyncio.Future[None]") -> _Done:
-    return _Done(offset, waits, float(offset), float(offset))
+    return _Done(offset, waits, frozenset(), float(offset), float(offset), 0.0)
 
 
 async def test_a_batch_waiting_for_parked_ratings_holds_back_its_partitions_later_batches_only() -> None:
@@ -61,3 +61,17 @@ async def test_a_failure_of_the_parked_publication_stops_the_worker_at_its_commi
     else:
         raise AssertionError("a failed publication was committed")
     assert kafka.made == []
+
+
+async def test_a_wait_for_parked_ratings_is_by_design_only_so_long_and_not_beside_a_hung_batch() -> None:
+    worker, _ = consumer()
+    worker.max_wait = 30.0
+    pending: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    waiting = _Done(10, (pending,), frozenset({"a/blitz"}), 0.0, 0.0, queued=100.0)
+    assert worker.waits_by_design(waiting, clock=129.0)
+    assert not worker.waits_by_design(waiting, clock=131.0)  # longer than any lease lasts: a stall
+    worker.processing_since = 0.0  # a batch in flight for longer than the stall time: hung
+    assert not worker.waits_by_design(waiting, clock=110.0)
+    worker.processing_since = None
+    pending.set_result(None)
+    assert not worker.waits_by_design(waiting, clock=110.0)  # published: nothing to wait for

@@ -5,14 +5,14 @@ publisher records its rounds, the memory backend's clock is the test's."""
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from tests.support.games import ENGINE, make_game, rating, seed_write
 from worker.engine.schedule import Item
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.state import UNSEEN, RatingState
 from worker.store.protocol import Claimed, Write
-from worker.stream.pipeline import Pipeline
+from worker.stream.pipeline import Pipeline, settled
 from worker.stream.publisher import Publisher
 
 LEASE = 60.0
@@ -35,8 +35,8 @@ class Rounds(Publisher):
         self.rounds: list[list[tuple[bytes, bytes | None]]] = []
         self.after = after
 
-    async def attempt(self, records: Mapping[bytes, bytes | None]) -> bool:
-        self.rounds.append(list(records.items()))
+    async def send(self, records: Sequence[tuple[bytes, bytes | None]]) -> bool:
+        self.rounds.append(list(records))
         if self.after is not None:
             await self.after(len(self.rounds))
         return True
@@ -153,8 +153,8 @@ class Uncertain(Rounds):
         self.fail = fail
         self.times: list[float] = []  # when each round was sent (time.monotonic)
 
-    async def attempt(self, records: Mapping[bytes, bytes | None]) -> bool:
-        await super().attempt(records)
+    async def send(self, records: Sequence[tuple[bytes, bytes | None]]) -> bool:
+        await super().send(records)
         self.times.append(time.monotonic())
         if len(self.rounds) in self.fail:
             raise TimeoutError("no acknowledgement within the delivery timeout")
@@ -186,7 +186,7 @@ async def test_after_a_send_of_unknown_outcome_no_later_event_of_its_ratings_goe
     # Other ratings keep flowing: a batch of c and d is published at once, during the hold.
     await pipeline.run([make_game("g3", "c", "d")])
     assert publisher.seqs(rating("c")) == [2] and publisher.sent_at(rating("c"), 2)[0] < abandoned + HOLD
-    await asyncio.wait_for(pipeline.settled(stats.parked), 5)
+    await asyncio.wait_for(settled(stats.waiting), 5)
     assert publisher.seqs(rating("a")) == [2, 2, 3]
     assert publisher.sent_at(rating("a"), 3)[0] >= abandoned + HOLD
     assert shared.outboxes == {}
@@ -204,7 +204,7 @@ async def test_a_later_batch_of_a_held_rating_waits_for_the_hold_and_keeps_its_o
     _, stats = await pipeline.run([make_game("g2", "a", "c")], wait=False)
     assert stats.parked == {rating("a")}  # a is held: its seq 3 waits; c (never uncertain) went out
     assert publisher.seqs(rating("a")) == [2, 2] and publisher.seqs(rating("c")) == [2]
-    await asyncio.wait_for(pipeline.settled(stats.parked), 5)
+    await asyncio.wait_for(settled(stats.waiting), 5)
     assert publisher.seqs(rating("a")) == [2, 2, 3]
     assert publisher.sent_at(rating("a"), 3)[0] >= publisher.times[0] + HOLD
     await pipeline.close()
@@ -216,11 +216,11 @@ async def test_a_round_tried_again_renews_its_leases_and_drops_a_rating_whose_le
     await seed(store, "a", "b", "c")
 
     class LosesA(Uncertain):
-        async def attempt(self, records: Mapping[bytes, bytes | None]) -> bool:
+        async def send(self, records: Sequence[tuple[bytes, bytes | None]]) -> bool:
             if len(self.rounds) == 0:  # a's lease ran out (an outage), and B took it meanwhile
                 del shared.leases[rating("a")]
                 await MemoryStore(shared, "B", LEASE).claim([rating("a")])
-            return await super().attempt(records)
+            return await super().send(records)
 
     publisher = LosesA(fail={1})
     pipeline = Pipeline(ENGINE, store, publisher, hold_seconds=HOLD)
@@ -242,3 +242,46 @@ async def test_with_an_idempotent_producer_nothing_is_held_after_a_send_of_unkno
     assert publisher.sent_at(rating("a"), 3)[0] < publisher.times[0] + HOLD
     assert shared.leases == {}
     await pipeline.close()
+
+
+async def test_a_round_not_acknowledged_within_a_lease_is_given_up_until_its_lease_runs_out() -> None:
+    """A process cut off from the broker does not keep its ratings from the others for ever."""
+    shared, _ = backend()
+    store = MemoryStore(shared, "A", LEASE)
+    await seed(store, "a", "b")
+    publisher = Uncertain(fail=set(range(1, 1000)))  # the broker never acknowledges
+    pipeline = Pipeline(ENGINE, store, publisher, hold_seconds=0.3)
+    started = time.monotonic()
+    _, stats = await pipeline.run([make_game("g1", "a", "b")], wait=False)
+    assert 0.3 <= time.monotonic() - started < 5.0  # it gave up a lease after the first attempt
+    assert stats.parked == {rating("a"), rating("b")} and not any(f.done() for f in stats.waiting)
+    tried = len(publisher.rounds)
+    await asyncio.sleep(0.3)
+    assert len(publisher.rounds) == tried  # no attempt while its lease runs out
+    assert shared.holder(rating("a")) == "A"  # (the memory backend's clock stands still: not yet)
+    await pipeline.close()
+
+
+async def test_the_leases_are_renewed_while_a_request_is_out() -> None:
+    shared, _ = backend()
+
+    class Counting(MemoryStore[RatingState]):
+        renewals = 0
+
+        async def renew(self, ratings: Collection[str]) -> list[str]:
+            Counting.renewals += 1
+            return await super().renew(ratings)
+
+    store = Counting(shared, "A", LEASE)
+    await seed(store, "a", "b")
+
+    class Slow(Rounds):
+        async def send(self, records: Sequence[tuple[bytes, bytes | None]]) -> bool:
+            await asyncio.sleep(0.35)  # the client holds the request 3.5 half delivery timeouts
+            return await super().send(records)
+
+    publisher = Slow()
+    publisher.delivery_timeout = 0.2
+    await Pipeline(ENGINE, store, publisher, hold_seconds=HOLD).run([make_game("g1", "a", "b")])
+    assert Counting.renewals >= 2
+    assert publisher.seqs(rating("a")) == [2]
