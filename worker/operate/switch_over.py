@@ -76,7 +76,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
     try:
         await retrying(REDIS_CONNECT, redis.ping)
         # Both prefixes this deployment's, before anything is read or imported.
-        await own_prefix(redis, prefix, settings.system, write=False)
+        await own_prefix(redis, prefix, settings.system, write=False, setting="--prefix")
         await own_prefix(redis, settings.redis_key_prefix, settings.system, write=True)
         ends = await _rebuild_ends(redis, prefix, settings.topic_games)
         await _wait_for_workers(redis, settings, ends, say)

@@ -184,6 +184,12 @@ async def test_every_command_refuses_a_prefix_nesting_with_another_deployments(s
             [("import", str(SEED)), ("restore", "--force")],
             nesting("RATING_REDIS_KEY_PREFIX", "prod:", "is the start of", GLICKO2, "glicko2"),
         ),
+        # The rebuild's prefix of a switch-over, named as the operator gave it.
+        (
+            {},
+            [("switch-over", "--prefix", "prod:g")],
+            nesting("--prefix", "prod:g", "is the start of", GLICKO2, "glicko2"),
+        ),
     ]
     runs = [(command, settings, line) for settings, commands, line in cases for command in commands]
     # At once: each is refused at start, before it writes anything.
