@@ -432,15 +432,14 @@ class RatingConsumer:
         published_at = time.time()
         metrics.CAS_CONFLICTS.inc(stats.conflicts)
         metrics.EVENTS_SENT.inc(stats.events_sent)
-        tally = _Tally()
+        tally = _Tally(stats.parked)
         forgotten = 0
         for p, source in zip(planned, sources, strict=True):
             if not isinstance(p.outcome, GameOutcome):
                 continue
             self.totals[p.outcome.verdict] += 1
-            tally.count(p.outcome)
             forgotten += p.forgotten
-            if p.outcome.updates:
+            if tally.count(p.outcome, source.timestamp / 1000):
                 metrics.END_TO_END_SECONDS.observe(max(0.0, published_at - source.timestamp / 1000))
             if p.outcome.verdict is Verdict.CONFLICT:
                 conflicting = game_of(p.item)
@@ -450,7 +449,7 @@ class RatingConsumer:
                     f"game {game_id} was already recorded with other facts ({rules.fact_names} differ)",
                 )
                 letters.append(DeadLetter(source, error))
-        tally.add_to_metrics()
+        tally.add_to_metrics(stats.waiting)
         if forgotten:
             metrics.BELOW_WATERMARK.inc(forgotten)
             log.warning(
@@ -553,25 +552,57 @@ class _Done:
 @dataclass
 class _Tally:
     """A batch's outcomes, counted here and added to the metrics once per batch: a labelled
-    counter increment per game was a visible share of the worker's CPU."""
+    counter increment per game was a visible share of the worker's CPU. A rating change counts
+    as published once Kafka acknowledged it: those of `parked` ratings (and the end-to-end time
+    of their games) once the batch's parked ratings are all published, never if that fails."""
 
+    parked: set[str]
     rated: int = 0
     published: Counter[tuple[str, str]] = field(default_factory=Counter)  # (kind, category)
+    later: Counter[tuple[str, str]] = field(default_factory=Counter)  # published once the parked are
+    later_games: list[float] = field(default_factory=list)  # their input records' timestamps (s)
     skipped: Counter[str] = field(default_factory=Counter)  # by reason
 
-    def count(self, outcome: GameOutcome[Any]) -> None:
+    def count(self, outcome: GameOutcome[Any], timestamp: float) -> bool:
+        """Count one game; whether its rating changes were all published (acknowledged) already."""
         if outcome.verdict is Verdict.APPLIED:
             self.rated += 1
-            self.published.update((u.event.kind, u.event.category) for u in outcome.updates)
-        elif outcome.skip is not None:
+            waiting = False
+            for u in outcome.updates:
+                if u.key in self.parked:
+                    self.later[(u.event.kind, u.event.category)] += 1
+                    waiting = True
+                else:
+                    self.published[(u.event.kind, u.event.category)] += 1
+            if waiting:
+                self.later_games.append(timestamp)
+                return False
+            return bool(outcome.updates)
+        if outcome.skip is not None:
             self.skipped[outcome.skip] += 1
+        return False
 
-    def add_to_metrics(self) -> None:
+    def add_to_metrics(self, waiting: Iterable["asyncio.Future[None]"]) -> None:
         metrics.GAMES_RATED.inc(self.rated)
-        for (kind, category), n in self.published.items():
-            metrics.CHANGES_PUBLISHED.labels(kind, category).inc(n)
+        _count_published(self.published)
         for reason, n in self.skipped.items():
             metrics.GAMES_SKIPPED.labels(reason).inc(n)
+        if self.later:
+            gathered = asyncio.gather(*waiting)
+            gathered.add_done_callback(self._published_later)
+
+    def _published_later(self, gathered: "asyncio.Future[list[None]]") -> None:
+        if gathered.cancelled() or gathered.exception() is not None:
+            return  # not published here: the batch stays uncommitted, its next owner counts them
+        _count_published(self.later)
+        now = time.time()
+        for timestamp in self.later_games:
+            metrics.END_TO_END_SECONDS.observe(max(0.0, now - timestamp))
+
+
+def _count_published(published: Counter[tuple[str, str]]) -> None:
+    for (kind, category), n in published.items():
+        metrics.CHANGES_PUBLISHED.labels(kind, category).inc(n)
 
 
 def forget_series(partitions: Iterable[TopicPartition]) -> None:

@@ -16,6 +16,7 @@ from tests.support.processes import Processes
 from tests.support.stack import Stack
 from worker.embedded.stack import free_port
 from worker.service.memory_trace import compare, parse_name
+from worker.store import keys
 
 pytestmark = pytest.mark.integration
 
@@ -254,3 +255,35 @@ async def test_the_tracemalloc_mode_writes_a_snapshot_per_sigusr2_named_with_the
     games, totals, sites = compare([*snaps, snaps[-1]])
     assert games == [len(lines)] * 3 and totals[0] > 0 and sites
     assert worker.poll() is None  # a snapshot does not stop the worker
+
+
+async def test_a_parked_rating_counts_as_published_once_acknowledged(stack: Stack) -> None:
+    """Another process holds one player's publication lease: her change is parked, the rest are
+    published. The published changes and the end-to-end times count what Kafka acknowledged:
+    hers (and her game's time) once the lease is gone and her event is out, not before."""
+    await stack.create_topics(games=1, ratings=1)
+    assert stack.import_seed(seed_file(stack.tmp)).returncode == 0
+    lease = keys.lease_key("rating:", f"{PLAYERS[0]}/blitz")
+    stack.redis_client().set(lease, "someone-else", px=600_000)
+    port = free_port()
+    stack.start_worker(metrics_port=port)
+    values = [game(i, PLAYERS[i], PLAYERS[i + 10]) for i in range(10)]  # PLAYERS[0] in the first only
+    await stack.produce(values)
+
+    def counts() -> tuple[float, float]:
+        text = get(port, "/metrics")[1]
+        published = sample_value(text, "rating_changes_published_total", kind="rated_game", category="blitz")
+        return published, sample_value(text, "rating_end_to_end_seconds_count")
+
+    deadline = time.monotonic() + 30
+    while counts() != (19, 9) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert counts() == (19, 9), "the other 19 changes and 9 games, hers not yet"
+    await asyncio.sleep(1)  # her rating was tried again meanwhile (blocked): still not counted
+    assert counts() == (19, 9)
+    stack.redis_client().delete(lease)
+    deadline = time.monotonic() + 30
+    while counts() != (20, 10) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert counts() == (20, 10)
+    await stack.wait_committed({0: len(values)})  # her game's batch, committed once she is out
