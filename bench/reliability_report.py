@@ -12,9 +12,11 @@ a test that failed before its accounting) are listed with their outcome only.
 
 Columns: games offered (distinct valid games), input messages (repeats and bad ones
 included), applied (offered games with an idempotency record), copies (byte-identical
-re-publications), lost (games without a record + events missing from the topic) and
-double (games applied twice) must be 0, dead letters, recovery (end of the fault -> every
-record produced by then committed) and first progress (end of the fault -> first commit).
+re-publications), late (those copies that came after a newer event of their key: a strict test
+fails on any, the broker-freeze test allows them beyond the publication lease and counts them),
+lost (games without a record + events missing from the topic) and double (games applied twice)
+must be 0, dead letters, recovery (end of the fault -> every record produced by then committed)
+and first progress (end of the fault -> first commit).
 Exit status: pytest's, or 1 if any row shows a loss or a double application.
 """
 
@@ -78,7 +80,7 @@ def seconds(value: Any) -> str:
 def table(lines: list[dict[str, Any]], results: list[Outcome]) -> str:
     by_test = {r.test: r for r in results}
     header = (
-        f"{'fault':44} {'offered':>7} {'msgs':>6} {'applied':>7} {'copies':>6} {'lost':>4} {'double':>6} "
+        f"{'fault':44} {'offered':>7} {'msgs':>6} {'applied':>7} {'copies':>6} {'late':>4} {'lost':>4} {'double':>6} "
         f"{'dlq':>5} {'recov s':>7} {'1st s':>5} {'outcome':>8} {'test s':>6}"
     )
     rows = [header, "-" * len(header)]
@@ -88,14 +90,15 @@ def table(lines: list[dict[str, Any]], results: list[Outcome]) -> str:
         reported.add(line.get("test", ""))
         rows.append(
             f"{line['fault'][:44]:44} {line['games_offered']:>7} {line['messages']:>6} {line['applied']:>7} "
-            f"{line['copies']:>6} {line['lost']:>4} {line['double_applied']:>6} {line['dead_letters']:>5} "
+            f"{line['copies']:>6} {line.get('late_copies', 0):>4} {line['lost']:>4} {line['double_applied']:>6} "
+            f"{line['dead_letters']:>5} "
             f"{seconds(line['recovery_s']):>7} {seconds(line['first_progress_s']):>5} "
             f"{result.outcome if result else '?':>8} {seconds(result.seconds if result else None):>6}"
         )
     for r in results:
         if r.test not in reported:
             name = r.test.split("::")[-1]
-            rows.append(f"{name[:44]:44} {'(no report line)':>56} {r.outcome:>21} {seconds(r.seconds):>6}")
+            rows.append(f"{name[:44]:44} {'(no report line)':>61} {r.outcome:>21} {seconds(r.seconds):>6}")
     return "\n".join(rows)
 
 

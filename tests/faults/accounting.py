@@ -78,7 +78,8 @@ async def account(
     held = read_store(stack.redis.url, game_ids)
     recorded, stored, pending = held.recorded, held.states, held.outboxes
 
-    kept, stale = drop_stale_copies(records) if allow_stale_copies else (records, 0)
+    without_late, late = drop_stale_copies(records)
+    kept, stale = (without_late, late) if allow_stale_copies else (records, 0)
     copies = sum(len(v) for v in _copies(records).values())
     lost_games = game_ids - recorded
     report_fault(
@@ -93,6 +94,7 @@ async def account(
             recovery_s=None if recovery is None else round(recovery, 2),
             first_progress_s=None if first_progress is None else round(first_progress, 2),
             dead_letters=len(letters),
+            late_copies=late,
         )
     )
 

@@ -24,6 +24,9 @@ class FaultReport:
     recovery_s: float | None  # fault end -> everything produced by then committed (None: never)
     first_progress_s: float | None = None  # fault end -> the group's first commit progress
     dead_letters: int = 0
+    # Copies that came after a newer event of their key: a test that allows them (a send delayed
+    # beyond the publication lease by a frozen broker) counts them here; a strict one fails on any.
+    late_copies: int = 0
 
 
 def report_fault(report: FaultReport) -> None:
