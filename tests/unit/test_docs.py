@@ -1,5 +1,5 @@
 """The documentation against the code: the generated pages, the ConfigMap, the contract's
-example, the runbooks, the README's layout and commands, and links that stay in the repository."""
+example, the runbooks, the layout and the commands, and links that stay in the repository."""
 
 import re
 import shutil
@@ -201,8 +201,9 @@ def test_every_alert_has_a_runbook_with_its_expression() -> None:
     assert "docs/runbooks/" in readme
 
 
-def test_the_readme_layout_tree_is_the_real_one() -> None:
-    (tree,) = [body for lang, body in FENCE.findall(README.read_text(encoding="utf-8")) if body.startswith("worker/")]
+def test_the_layout_tree_is_the_real_one() -> None:
+    architecture = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    (tree,) = [body for lang, body in FENCE.findall(architecture) if body.startswith("worker/")]
     named = set()
     for line in tree.splitlines():
         match = re.match(r"^[├└]── (?:(\w+)/\s+)?(.*)$", line)
@@ -212,12 +213,12 @@ def test_the_readme_layout_tree_is_the_real_one() -> None:
     assert named == {str(p.relative_to(ROOT)) for p in (ROOT / "worker").rglob("*.py")}
 
 
-def test_the_readme_has_a_line_for_every_command() -> None:
+def test_the_operations_page_has_a_line_for_every_command() -> None:
     parser = build_parser()
     (commands,) = [a.choices for a in parser._actions if isinstance(a.choices, dict)]
-    readme = README.read_text(encoding="utf-8")
+    table = section((DOCS / "operations.md").read_text(encoding="utf-8"), "## Commands")
     for name in commands:
-        assert re.search(rf"^\| `{re.escape(name)}[ `]", readme, re.MULTILINE), name
+        assert re.search(rf"^\| `{re.escape(name)}[ `]", table, re.MULTILINE), name
 
 
 # --- links and paths
