@@ -253,7 +253,7 @@ def test_every_rating_system_has_its_page_and_one_line_in_the_readme() -> None:
 
 
 def test_the_systems_table_check_sees_a_missing_row() -> None:
-    readme = "## Rating systems\n\n| a | b |\n|---|---|\n| [`arena`](docs/systems/arena.md) | x |\n\n## Next\n"
+    readme = "# R\n\n## Rating systems\n\n| a | b |\n|---|---|\n| [`arena`](docs/systems/arena.md) | x |\n\n## Next\n"
     assert systems_table(readme) == {"arena": "docs/systems/arena.md"}
 
 
