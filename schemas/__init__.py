@@ -1,4 +1,4 @@
-"""The event contract (`shared/spec/events.md`, version 1) as pydantic models."""
+"""The event contract, version 1 (`docs/contract.md`), as pydantic models."""
 
 from schemas.game_finished import GameFinished, TimeControl
 from schemas.rating_changed import QualifyingEntry, RatingChanged, RatingStateSnapshot

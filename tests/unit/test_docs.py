@@ -1,12 +1,17 @@
 """The documentation against the code: the generated pages, the ConfigMap, the contract's
-example, the runbooks, the README's layout and commands, and links that stay in the repository."""
+example, the runbooks, the layout and the commands, a page per rating system, a README a
+newcomer reads in minutes, and links (in the pages, and in the code's docstrings and comments)
+that stay in the repository."""
 
+import ast
+import io
 import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import pytest
 import yaml
@@ -20,7 +25,7 @@ from worker.engine.decoder import ErrorKind
 from worker.rules.categories import Category
 from worker.rules.system import Kind, Skip
 from worker.rules.systems import RULES
-from worker.settings import WorkerSettings
+from worker.settings import System, WorkerSettings
 from worker.stream.retry import OPERATIONS
 
 README = ROOT / "README.md"
@@ -201,8 +206,9 @@ def test_every_alert_has_a_runbook_with_its_expression() -> None:
     assert "docs/runbooks/" in readme
 
 
-def test_the_readme_layout_tree_is_the_real_one() -> None:
-    (tree,) = [body for lang, body in FENCE.findall(README.read_text(encoding="utf-8")) if body.startswith("worker/")]
+def test_the_layout_tree_is_the_real_one() -> None:
+    architecture = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    (tree,) = [body for lang, body in FENCE.findall(architecture) if body.startswith("worker/")]
     named = set()
     for line in tree.splitlines():
         match = re.match(r"^[├└]── (?:(\w+)/\s+)?(.*)$", line)
@@ -212,12 +218,43 @@ def test_the_readme_layout_tree_is_the_real_one() -> None:
     assert named == {str(p.relative_to(ROOT)) for p in (ROOT / "worker").rglob("*.py")}
 
 
-def test_the_readme_has_a_line_for_every_command() -> None:
+def test_the_operations_page_has_a_line_for_every_command() -> None:
     parser = build_parser()
     (commands,) = [a.choices for a in parser._actions if isinstance(a.choices, dict)]
-    readme = README.read_text(encoding="utf-8")
+    table = section((DOCS / "operations.md").read_text(encoding="utf-8"), "## Commands")
     for name in commands:
-        assert re.search(rf"^\| `{re.escape(name)}[ `]", readme, re.MULTILINE), name
+        assert re.search(rf"^\| `{re.escape(name)}[ `]", table, re.MULTILINE), name
+
+
+# --- the README and the pages per system
+
+README_MOST_LINES = 150  # a newcomer reads it in minutes; the rest is one page per topic under docs/
+
+
+def test_the_readme_stays_short() -> None:
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= README_MOST_LINES, f"README.md has {len(lines)} lines: move a section to docs/"
+
+
+def systems_table(readme: str) -> dict[str, str]:
+    """The README's table of rating systems: `RATING_SYSTEM` value -> the page its row links."""
+    rows = re.findall(r"^\| \[`([\w-]+)`\]\(([^)]+)\)", section(readme, "## Rating systems"), re.MULTILINE)
+    return dict(rows)
+
+
+def test_every_rating_system_has_its_page_and_one_line_in_the_readme() -> None:
+    systems = set(get_args(System))
+    assert systems == set(RULES)
+    assert {page.stem for page in (DOCS / "systems").glob("*.md")} == systems
+    assert systems_table(README.read_text(encoding="utf-8")) == {name: f"docs/systems/{name}.md" for name in systems}
+    for name in systems:
+        page = (DOCS / "systems" / f"{name}.md").read_text(encoding="utf-8")
+        assert page.startswith("# ") and f"(`{name}`)" in page.splitlines()[0], name
+
+
+def test_the_systems_table_check_sees_a_missing_row() -> None:
+    readme = "# R\n\n## Rating systems\n\n| a | b |\n|---|---|\n| [`arena`](docs/systems/arena.md) | x |\n\n## Next\n"
+    assert systems_table(readme) == {"arena": "docs/systems/arena.md"}
 
 
 # --- links and paths
@@ -257,6 +294,70 @@ def test_paths_the_pages_name_exist(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     for path in re.findall(r"`((?:worker|schemas|tests|bench|deploy|samples|docs)/[^`\s]*)`", text):
         assert list(ROOT.glob(path)), path
+
+
+# Where the code's docstrings and comments may not point: the web, a path up out of the
+# repository, the specs and notes kept beside it, a machine's own folders. What they cite must
+# be in the repository, so that a reader of a clone can follow it.
+OUTSIDE = re.compile(r"https?://|(?<![\w.])\.\./|\bshared/|\bconventions\.md\b|(?<![\w.])/(?:work|home|tmp/rel)/")
+CODE = [ROOT / folder for folder in ("worker", "schemas", "tests", "bench")]
+
+
+def docstrings_and_comments(source: str) -> list[tuple[int, str]]:
+    """(line, text) of every comment and docstring of a Python module."""
+    found = [
+        (token.start[0], token.string)
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            text = first.value.value if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) else None
+            if isinstance(text, str):
+                found.append((first.lineno, text))
+    return found
+
+
+def outside_references(source: str) -> list[str]:
+    return [
+        f"line {line}: {match[0]!r}"
+        for line, text in docstrings_and_comments(source)
+        for match in OUTSIDE.finditer(text)
+    ]
+
+
+def test_docstrings_and_comments_name_nothing_outside_the_repository() -> None:
+    modules = sorted(
+        path
+        for folder in CODE
+        for path in folder.rglob("*.py")
+        if not any(part.startswith(".") for part in path.relative_to(ROOT).parts)  # a tool's own .venv
+    )
+    assert len(modules) > 100  # the walk found the code
+    found = {
+        str(path.relative_to(ROOT)): problems
+        for path in modules
+        if (problems := outside_references(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+def test_the_docstring_check_sees_a_path_out_of_the_repository() -> None:
+    source = (
+        '"""The rules, as `shared/spec/arena-rules.md` reads them."""\n\n'
+        "def f() -> None:\n"
+        '    """See https://example.org/rules."""\n'
+        "    x = '../kept'  # a string, not a comment: not checked\n"
+        "    # from ../shared/seeds/a.csv\n"
+    )
+    assert outside_references(source) == [
+        "line 6: '../'",
+        "line 6: 'shared/'",
+        "line 1: 'shared/'",
+        "line 4: 'https://'",
+    ]
+    assert outside_references('"""`docs/contract.md`, `worker/rules/arena.py`, redis://host."""\n') == []
 
 
 def test_the_configmap_is_read_from_its_env_file_as_kustomize_reads_it(tmp_path: Path) -> None:

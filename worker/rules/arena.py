@@ -1,4 +1,4 @@
-"""The Premium Chess Arena rating rules, as `shared/spec/arena-rules.md` reads them.
+"""The Premium Chess Arena rating rules, as `docs/systems/arena.md` reads them.
 
 Everything is in integer hundredths: ratings, PD, scores (a win is 100, a draw 50).
 Not taken from FIDE: the 400-point cap, K = 10 from 2400, the K*n <= 700 cap and rounding

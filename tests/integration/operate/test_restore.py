@@ -78,7 +78,7 @@ async def test_restore_after_a_wipe_gives_back_the_same_state_and_redeliveries_s
 
     # A redelivery after the restore of every game that had events changes nothing and
     # publishes nothing. (A game that changed nothing left no event: it cannot be restored,
-    # which the README states; committed offsets, kept by Kafka, keep it from coming back.)
+    # which docs/operations.md states; committed offsets, kept by Kafka, keep it from coming back.)
     await stack.produce([line for line in lines if any(f'"game_id":"{g}"'.encode() in line for g in with_events)])
     stack.start_worker()
     await stack.wait_committed(await stack.games_ends())
