@@ -173,7 +173,7 @@ class RulesSettings(BaseSettings):
             "`rate --training-rating` overrides it.",
         ),
     ] = 1200
-    # Tornelo's open parameters (tornelo.md, section 2): the source gives their shape, not their
+    # Tornelo's open parameters (docs/systems/tornelo.md, "Settings"): the source gives their shape, not their
     # numbers; these defaults are the project's. Read by every command, so that a wrong value
     # stops any of them at start, and recorded on a live prefix once the service runs tornelo.
     tornelo_k: Annotated[

@@ -18,7 +18,7 @@ provisional one to the average of all his performances so far, within 100-2700.
 
 **The project's second exception to "never floats"** (the first is Glicko-2's game step): E is
 computed in IEEE double, 1 / (1 + 10^((R_opp - R)/400)), and rounded to millionths; for whole
-ratings no value lies within 1e-10 of a rounding tie, so the result is exact (tornelo.md 6, and
+ratings no value lies within 1e-10 of a rounding tie, so the result is exact (docs/systems/tornelo.md, and
 a test against an exact computation of every difference from -3000 to 3000). Everything else is
 integers: ratings whole (held in hundredths, as every system's), scores and the factor and
 modifiers in hundredths, E in millionths.
