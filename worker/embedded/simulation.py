@@ -73,7 +73,7 @@ class ArenaSimulation:
     def seed_lines(self) -> list[SeedLine]:
         """Established players' ratings, near their strength, in every category: for each player
         the fields of all his rows (`_player_seed_fields`), then a row per category (`_seed_line`)."""
-        lines = []
+        lines: list[SeedLine] = []
         for p in self.players:
             if not p.established:
                 continue
