@@ -470,8 +470,7 @@ def cmd_switch_over(args: argparse.Namespace) -> int:
 
 
 def cmd_records(args: argparse.Namespace) -> int:
-    from worker.operate.redis_ops import with_retry  # noqa: PLC0415
-    from worker.service.connections import close_quietly, make_redis  # noqa: PLC0415
+    from worker.operate.redis_ops import connected, with_retry  # noqa: PLC0415
     from worker.service.logs import configure_logging  # noqa: PLC0415
     from worker.service.owner import own_prefix  # noqa: PLC0415
     from worker.store import records  # noqa: PLC0415
@@ -481,14 +480,11 @@ def cmd_records(args: argparse.Namespace) -> int:
     prefix = settings.redis_key_prefix
 
     async def command() -> tuple[str | None, int | None]:
-        redis = make_redis(settings)
-        try:
+        async with connected(settings, ping=False) as redis:
             await own_prefix(redis, prefix, settings.system, write=args.layout is not None)
             if args.layout is not None:
                 await with_retry(records.set_layout, redis, prefix, args.layout)
             return await with_retry(records.layout, redis, prefix)
-        finally:
-            await close_quietly(redis.aclose())
 
     mode, bits = _one_shot(settings, command)
     if mode is None:

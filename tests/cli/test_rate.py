@@ -1,17 +1,13 @@
 """`rating-worker rate`, run as a user runs it: a real process, real files."""
 
 import json
-import os
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from schemas.rating_changed import RatingChanged
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.rate import REPO, rate
 
 
 def game(game_id: str, white: str, black: str, result: str = "1-0", **extra: object) -> str:
@@ -31,17 +27,6 @@ def game(game_id: str, white: str, black: str, result: str = "1-0", **extra: obj
 
 
 SEED = "player_id,category,rating,rated_games\nalice,blitz,1800,40\nbob,blitz,1700.00,40\n"
-
-
-def rate(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker", "rate", *map(str, args)],
-        capture_output=True,
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        timeout=60,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -104,7 +89,7 @@ def test_an_oversized_line_is_dead_lettered_as_too_large_with_its_raw_text_cut(t
     games = tmp_path / "games.jsonl"
     games.write_text(game("g1", "alice", "bob", padding="x" * 400) + "\n")
     dlq = tmp_path / "dlq.jsonl"
-    done = rate(games, "--dlq", dlq, env={"RATING_MAX_MESSAGE_BYTES": "300"})
+    done = rate(games, "--dlq", dlq, settings={"RATING_MAX_MESSAGE_BYTES": "300"})
     assert done.returncode == 0
     (letter,) = [json.loads(line) for line in dlq.read_text().splitlines()]
     assert letter["error_kind"] == "too_large"
@@ -119,7 +104,7 @@ def test_the_training_rating_is_shown_while_unrated_and_can_be_set(tmp_path: Pat
         (("--training-rating", "1500"), {}, 1500),
         ((), {"RATING_TRAINING_RATING": "1300"}, 1300),
     ):
-        done = rate(games, "--seed", seed, *args, env=env)
+        done = rate(games, "--seed", seed, *args, settings=env)
         assert done.returncode == 0, done.stderr
         last = RatingChanged.model_validate_json(done.stdout.splitlines()[-1])
         assert (last.kind, last.player_id, last.display_after) == ("qualifying_game", "newbie", shown)
@@ -166,7 +151,7 @@ def test_unusable_arguments_or_files_give_one_line_and_status_2(
 ) -> None:
     games = tmp_path / "games.jsonl"
     games.write_text(game("g1", "alice", "bob") + "\n")
-    done = rate(*(str(games) if a == "GAMES" else a for a in args), env=env)
+    done = rate(*(str(games) if a == "GAMES" else a for a in args), settings=env)
     assert done.returncode == 2
     assert done.stderr.count(b"\n") == 1, done.stderr
     assert complaint in done.stderr

@@ -2,10 +2,7 @@
 (events-v2.md: "Examples, byte for byte", "Input", "Seeding rows"; uscf-cc.md sections 8 and 13)."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +10,10 @@ import pytest
 
 from schemas.rating_changed_v2 import CcRatingChanged
 from tests.support.contract import VALID_GAME
+from tests.support.rate import rate
 from tests.support.systems import dead_letters_of
 from tests.support.v2_examples import CONTRACT_USCF_CC
 
-REPO = Path(__file__).resolve().parents[2]
 HEADER = "player_id,category,rating,rated_games\n"
 SEED = HEADER + "alice,correspondence,1600.00,40\nbob,correspondence,1400,10\n"
 # bob's import, written from the contract's table (the example's alice import with bob's row).
@@ -26,24 +23,6 @@ BOB_IMPORTED = (
     b'"rating_before":null,"rating_after":1400.00,"display_before":1200,"display_after":1400,"delta":null,'
     b'"seq":1,"state":{"rating":1400.00,"rated_games":10,"seq":1},"finished_at":null,"detail":{"k_factor":null}}'
 )
-
-
-def environment(system: str) -> dict[str, str]:
-    """The test's environment with RATING_SYSTEM set and no other RATING_* variable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")}
-    env["RATING_SYSTEM"] = system
-    return env
-
-
-def rate(*args: str | Path, system: str = "uscf-cc") -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker", "rate", *map(str, args)],
-        capture_output=True,
-        cwd=REPO,
-        env=environment(system),
-        timeout=60,
-        check=False,
-    )
 
 
 def line(**changes: Any) -> str:
@@ -57,7 +36,7 @@ def test_the_contracts_example_end_to_end(tmp_path: Path) -> None:
     seed.write_text(SEED)
     games.write_text(line(finished_at="2026-11-29T12:00:00Z") + "\n")
     out, dlq = tmp_path / "out.jsonl", tmp_path / "dlq.jsonl"
-    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq)
+    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq, system="uscf-cc")
     assert done.returncode == 0, done.stderr
     alice_imported, alice_g1, bob_g1 = CONTRACT_USCF_CC
     assert out.read_bytes() == b"".join(e + b"\n" for e in (alice_imported, BOB_IMPORTED, alice_g1, bob_g1))
@@ -94,7 +73,7 @@ def test_bad_input_gets_a_clear_dead_letter_and_changes_nothing(tmp_path: Path) 
     lines.append(line(game_id="b0", event_id="ev-b0", white_id="bob", black_id="alice"))
     games, out, dlq = tmp_path / "games.jsonl", tmp_path / "out.jsonl", tmp_path / "dlq.jsonl"
     games.write_text("\n".join(lines) + "\n")
-    done = rate(games, "--out", out, "--dlq", dlq)
+    done = rate(games, "--out", out, "--dlq", dlq, system="uscf-cc")
     assert done.returncode == 0, done.stderr
 
     letters = dead_letters_of(dlq, bad, first_line=2)

@@ -3,10 +3,7 @@ lines in the games file (events-v2.md: "Examples, byte for byte", "Input", "Cont
 "Seeding rows"; fide-period.md sections 4 and 11, examples 9, 11, 13, 15 and 17)."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +12,7 @@ import pytest
 from schemas.rating_changed_periods import FideRatingChanged
 from schemas.rating_changed_v2 import RATING_CHANGED_V2
 from tests.support.contract import VALID_GAME
+from tests.support.rate import rate
 from tests.support.systems import dead_letters_of
 from tests.support.v2_examples_periods import (
     CONTRACT_FIDE,
@@ -26,28 +24,9 @@ from tests.support.v2_examples_periods import (
     FIDE_IMPORT_B,
 )
 
-REPO = Path(__file__).resolve().parents[2]
 HEADER = "player_id,category,rating,rated_games,reached_2400,birth_year\n"
 SEED = HEADER + "A,blitz,2000,40,,\nB,blitz,1900,40,,\n"  # the contract's example: A 2000, B 1900, 40 games
 AT = "2026-11-10T12:00:00Z"
-
-
-def environment() -> dict[str, str]:
-    """The test's environment with RATING_SYSTEM=fide and no other RATING_* variable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")}
-    env["RATING_SYSTEM"] = "fide"
-    return env
-
-
-def rate(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker", "rate", *map(str, args)],
-        capture_output=True,
-        cwd=REPO,
-        env=environment(),
-        timeout=60,
-        check=False,
-    )
 
 
 def line(**changes: Any) -> str:
@@ -68,7 +47,7 @@ def run(tmp_path: Path, lines: list[str], seed: str | None = SEED) -> tuple[list
     if seed is not None:
         (tmp_path / "seed.csv").write_text(seed)
         args += ["--seed", tmp_path / "seed.csv"]
-    done = rate(*args)
+    done = rate(*args, system="fide")
     assert done.returncode == 0, done.stderr
     return out.read_bytes().splitlines(), dlq, done.stderr.decode()
 
@@ -226,7 +205,7 @@ def assert_refused(tmp_path: Path, seed: Path, number: int, field: str) -> None:
     """Status 2, one line naming the file, the row's line and the field; no output at all."""
     games, out, dlq = tmp_path / "games.jsonl", tmp_path / "out.jsonl", tmp_path / "dlq.jsonl"
     games.write_text(line() + "\n" + close("2026-11") + "\n")
-    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq)
+    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq, system="fide")
     assert done.returncode == 2, done.stderr
     stderr = done.stderr.decode()
     assert stderr.count("\n") == 1, stderr

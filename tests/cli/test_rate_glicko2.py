@@ -3,10 +3,7 @@
 sections 3, 5, 9 and W7-W9)."""
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +11,10 @@ import pytest
 
 from schemas.rating_changed_v2 import Glicko2RatingChanged
 from tests.support.contract import VALID_GAME
+from tests.support.rate import rate
 from tests.support.systems import dead_letters_of
 from tests.support.v2_examples import CONTRACT_GLICKO2
 
-REPO = Path(__file__).resolve().parents[2]
 HEADER = "player_id,category,rating,rated_games,deviation,volatility\n"
 AT = "2026-11-29T12:00:00Z"
 # bob's event of the contract's example, written from its text (1262.86, -237.14, display 1263,
@@ -33,24 +30,6 @@ BOB_G1 = (
 )
 
 
-def environment() -> dict[str, str]:
-    """The test's environment with RATING_SYSTEM=glicko2 and no other RATING_* variable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")}
-    env["RATING_SYSTEM"] = "glicko2"
-    return env
-
-
-def rate(*args: str | Path) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker", "rate", *map(str, args)],
-        capture_output=True,
-        cwd=REPO,
-        env=environment(),
-        timeout=60,
-        check=False,
-    )
-
-
 def line(**changes: Any) -> str:
     """The contract's valid game (g1, ev-1, 3+0: alice, white, beats bob) at W1's instant, varied."""
     return json.dumps({**VALID_GAME, "finished_at": AT, **changes})
@@ -62,7 +41,7 @@ def test_the_contracts_example_end_to_end(tmp_path: Path) -> None:
     seed.write_text(HEADER + "carol,blitz,2100.00,120,60.00,0.06\n")
     games.write_text(line() + "\n")
     out, dlq = tmp_path / "out.jsonl", tmp_path / "dlq.jsonl"
-    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq)
+    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq, system="glicko2")
     assert done.returncode == 0, done.stderr
     assert out.read_bytes() == b"".join(e + b"\n" for e in (*CONTRACT_GLICKO2, BOB_G1))
     assert dlq.read_bytes() == b""
@@ -97,7 +76,7 @@ def test_bad_input_gets_a_clear_dead_letter_and_changes_nothing(tmp_path: Path) 
     lines.append(line(game_id="b0", event_id="ev-b0", white_id="bob", black_id="alice"))
     games, out, dlq = tmp_path / "games.jsonl", tmp_path / "out.jsonl", tmp_path / "dlq.jsonl"
     games.write_text("\n".join(lines) + "\n")
-    done = rate(games, "--out", out, "--dlq", dlq)
+    done = rate(games, "--out", out, "--dlq", dlq, system="glicko2")
     assert done.returncode == 0, done.stderr
 
     dead_letters_of(dlq, bad, first_line=2)
@@ -126,7 +105,7 @@ def test_rate_makes_no_future_check_and_takes_the_first_and_last_instants(tmp_pa
     ]
     games, out, dlq = tmp_path / "games.jsonl", tmp_path / "out.jsonl", tmp_path / "dlq.jsonl"
     games.write_text("\n".join(lines) + "\n")
-    done = rate(games, "--out", out, "--dlq", dlq)
+    done = rate(games, "--out", out, "--dlq", dlq, system="glicko2")
     assert done.returncode == 0, done.stderr
     assert dlq.read_bytes() == b""
     events = [Glicko2RatingChanged.model_validate_json(e) for e in out.read_bytes().splitlines()]
@@ -172,7 +151,7 @@ def assert_refused(tmp_path: Path, seed: Path, number: int, field: str) -> None:
     """Status 2, one line naming the file, the row's line and the field; no output at all."""
     games, out, dlq = tmp_path / "games.jsonl", tmp_path / "out.jsonl", tmp_path / "dlq.jsonl"
     games.write_text(line() + "\n")
-    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq)
+    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq, system="glicko2")
     assert done.returncode == 2, done.stderr
     stderr = done.stderr.decode()
     assert stderr.count("\n") == 1, stderr

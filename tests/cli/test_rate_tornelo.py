@@ -5,10 +5,8 @@ games file with a close line, bad lines and bad close lines dead-lettered, a bad
 the two settings of the method, which change the numbers and stop `rate` when wrong."""
 
 import json
-import os
 import re
 import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,28 +16,14 @@ import pytest
 from schemas.rating_changed_periods import TorneloRatingChanged
 from schemas.rating_changed_v2 import RATING_CHANGED_V2
 from tests.support.contract import VALID_GAME
+from tests.support.rate import REPO, rate, rate_command
 from tests.support.systems import dead_letters_of
 from tests.support.v2_examples_tornelo import A_IMPORTED, B_CLOSE, B_G1, B_IMPORTED, CONTRACT_TORNELO
 
-REPO = Path(__file__).resolve().parents[2]
 HEADER = "player_id,category,rating,rated_games,k_modifier\n"
 SEED = HEADER + "A,rapid,1800,40,\nB,rapid,2000,40,\n"
 AT = "2026-11-10T12:00:00Z"
 RAPID = {"base_seconds": 900, "increment_seconds": 0}  # 15+0
-
-
-def command(args: tuple[str | Path, ...], settings: dict[str, str]) -> tuple[list[str], dict[str, str]]:
-    """`rating-worker rate ARGS` and its environment: RATING_SYSTEM=tornelo, `settings`, no other
-    RATING_* variable."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")}
-    env["RATING_SYSTEM"] = "tornelo"
-    env.update(settings)
-    return [sys.executable, "-m", "worker", "rate", *map(str, args)], env
-
-
-def rate(*args: str | Path, **settings: str) -> subprocess.CompletedProcess[bytes]:
-    argv, env = command(args, settings)
-    return subprocess.run(argv, capture_output=True, cwd=REPO, env=env, timeout=60, check=False)
 
 
 def line(**changes: Any) -> str:
@@ -74,7 +58,7 @@ def run(tmp_path: Path, seed: str, lines: list[str], **settings: str) -> tuple[l
     seed_file, games, out, dlq = (tmp_path / name for name in ("seed.csv", "games.jsonl", "out.jsonl", "dlq.jsonl"))
     seed_file.write_text(seed)
     games.write_text("".join(text + "\n" for text in lines))
-    done = rate(games, "--seed", seed_file, "--out", out, "--dlq", dlq, **settings)
+    done = rate(games, "--seed", seed_file, "--out", out, "--dlq", dlq, system="tornelo", settings=settings)
     assert done.returncode == 0, done.stderr
     assert dlq.read_bytes() == b""
     return events_of(out), done.stderr.decode()
@@ -86,7 +70,7 @@ def test_the_contracts_example_end_to_end(tmp_path: Path) -> None:
     seed, games, out, dlq = (tmp_path / name for name in ("seed.csv", "games.jsonl", "out.jsonl", "dlq.jsonl"))
     seed.write_text(SEED)
     games.write_text(line() + "\n" + close("T1") + "\n")
-    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq)
+    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq, system="tornelo")
     assert done.returncode == 0, done.stderr
     game, closed = CONTRACT_TORNELO
     assert out.read_bytes() == b"".join(e + b"\n" for e in (A_IMPORTED, B_IMPORTED, game, B_G1, closed, B_CLOSE))
@@ -131,7 +115,7 @@ def test_bad_input_gets_a_clear_dead_letter_and_changes_nothing(tmp_path: Path) 
     seed, games, out, dlq = (tmp_path / name for name in ("seed.csv", "games.jsonl", "out.jsonl", "dlq.jsonl"))
     seed.write_text(SEED)
     games.write_text("\n".join(lines) + "\n")
-    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq)
+    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq, system="tornelo")
     assert done.returncode == 0, done.stderr
 
     dead_letters_of(dlq, bad, first_line=2)
@@ -162,7 +146,7 @@ def test_a_redelivery_with_another_tournament_is_a_conflicting_duplicate(tmp_pat
     absent = json.loads(line())
     del absent["tournament_id"]
     games.write_text("\n".join([line(), line(tournament_id="T2"), line(tournament_id=None), json.dumps(absent)]))
-    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq)
+    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq, system="tornelo")
     assert done.returncode == 0, done.stderr
     letters = [json.loads(text) for text in dlq.read_text().splitlines()]
     assert [(letter["line"], letter["error_kind"]) for letter in letters] == [
@@ -187,7 +171,7 @@ def test_a_bad_seeding_row_refuses_the_whole_file_and_writes_nothing(tmp_path: P
     seed, games, out, dlq = (tmp_path / name for name in ("seed.csv", "games.jsonl", "out.jsonl", "dlq.jsonl"))
     seed.write_text(HEADER + "A,rapid,1800,40,\n" + row + "\nB,rapid,2000,40,1.5\n")
     games.write_text(line() + "\n")
-    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq)
+    done = rate(games, "--seed", seed, "--out", out, "--dlq", dlq, system="tornelo")
     assert done.returncode == 2, done.stderr
     stderr = done.stderr.decode()
     assert stderr.count("\n") == 1, stderr
@@ -284,8 +268,8 @@ def refusals(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], 
     for variable, value in WRONG:
         tmp = tmp_path_factory.mktemp("wrong")
         (tmp / "games.jsonl").write_text(line() + "\n" + close("T1") + "\n")
-        argv, env = command(
-            (tmp / "games.jsonl", "--out", tmp / "out.jsonl", "--dlq", tmp / "dlq.jsonl"), {variable: value}
+        argv, env = rate_command(
+            (tmp / "games.jsonl", "--out", tmp / "out.jsonl", "--dlq", tmp / "dlq.jsonl"), "tornelo", {variable: value}
         )
         process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         started.append(((variable, value), process, tmp))

@@ -2,7 +2,6 @@
 same input replayed offline by `rating-worker rate`, and events grouped by rating."""
 
 import json
-import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.audit import read_store
+from tests.support.rate import rate as rate_process
 from tests.support.stack import Stack
 from worker.embedded.simulation import ArenaSimulation
 from worker.embedded.simulations import SIMULATIONS
@@ -33,14 +33,7 @@ def rate(tmp: Path, system: str, seed: Path, lines: list[bytes]) -> tuple[list[b
     its events and dead letters."""
     games, out, dlq = tmp / "games.jsonl", tmp / "out.jsonl", tmp / "dlq.jsonl"
     games.write_bytes(b"".join(line + b"\n" for line in lines))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")} | {"RATING_SYSTEM": system}
-    done = subprocess.run(
-        [sys.executable, "-m", "worker", "rate", str(games), "--seed", str(seed), "--out", str(out), "--dlq", str(dlq)],
-        env=env,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+    done = rate_process(games, "--seed", seed, "--out", out, "--dlq", dlq, system=system, timeout=120)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     letters = [json.loads(line) for line in dlq.read_text().splitlines()]
     return out.read_bytes().splitlines(), letters

@@ -131,18 +131,15 @@ class FideSimulation(PeriodSimulation):
     def _some_period(self) -> str:
         return _month_period(self._month)
 
-    def seed_lines(self) -> list[SeedLine]:
-        """Established players' ratings, near their strength, in every category; one birth year each."""
-        lines = []
-        for p in self.players:
-            if not p.established:
-                continue
-            birth_year = "" if self.rng.random() < 0.4 else str(self.rng.randrange(1950, 2016))
-            for category in self.categories:
-                rating = max(1400, round(p.strength + self.rng.gauss(0, 60)))  # FIDE lists none lower
-                extra = (self._reached_2400(rating), birth_year)
-                lines.append(SeedLine(p.player_id, category, str(rating), self._seeded_games(), extra))
-        return lines
+    def _player_seed_fields(self) -> tuple[str, ...]:
+        """One birth year a player (empty now and then)."""
+        return ("" if self.rng.random() < 0.4 else str(self.rng.randrange(1950, 2016)),)
+
+    def _seed_line(self, player: Player, category: str, player_fields: tuple[str, ...]) -> SeedLine:
+        """A whole rating of at least 1400, reached_2400, the player's birth year."""
+        rating = max(1400, round(self._near_strength(player)))  # FIDE lists none lower
+        extra = (self._reached_2400(rating), *player_fields)
+        return SeedLine(player.player_id, category, str(rating), self._seeded_games(), extra)
 
     def _reached_2400(self, rating: int) -> str:
         if rating >= 2400:
@@ -292,19 +289,13 @@ class TorneloSimulation(PeriodSimulation):
     def _some_period(self) -> str:
         return self._last_ended or "t000001"
 
-    def seed_lines(self) -> list[SeedLine]:
-        """Established players' ratings, near their strength, in every category."""
-        lines = []
-        for p in self.players:
-            if not p.established:
-                continue
-            for category in self.categories:
-                games = self._seeded_games()
-                rating = max(100, round(p.strength + self.rng.gauss(0, 60)))
-                if games < 20:
-                    rating = min(rating, 2700)  # a provisional rating's range
-                lines.append(SeedLine(p.player_id, category, str(rating), games, (self._k_modifier(),)))
-        return lines
+    def _seed_line(self, player: Player, category: str, player_fields: tuple[str, ...]) -> SeedLine:
+        """Its games first, then a whole rating of at least 100 (at most 2700 under 20 games), a K modifier."""
+        games = self._seeded_games()
+        rating = max(100, round(self._near_strength(player)))
+        if games < 20:
+            rating = min(rating, 2700)  # a provisional rating's range
+        return SeedLine(player.player_id, category, str(rating), games, (self._k_modifier(),))
 
     def _seeded_games(self) -> int:
         roll = self.rng.random()

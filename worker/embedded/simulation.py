@@ -71,15 +71,28 @@ class ArenaSimulation:
         return "\n".join([self.seed_header, *rows]) + "\n"
 
     def seed_lines(self) -> list[SeedLine]:
-        """Established players' ratings, near their strength, in every category."""
-        lines = []
+        """Established players' ratings, near their strength, in every category: for each player
+        the fields of all his rows (`_player_seed_fields`), then a row per category (`_seed_line`)."""
+        lines: list[SeedLine] = []
         for p in self.players:
             if not p.established:
                 continue
-            for category in self.categories:
-                rating = max(1000.0, p.strength + self.rng.gauss(0, 60))
-                lines.append(SeedLine(p.player_id, category, f"{rating:.2f}", self._seeded_games(), self._seed_extra()))
+            fields = self._player_seed_fields()
+            lines.extend(self._seed_line(p, category, fields) for category in self.categories)
         return lines
+
+    def _player_seed_fields(self) -> tuple[str, ...]:
+        """The system's fields that a player's rows share (drawn once a player): none here."""
+        return ()
+
+    def _seed_line(self, player: Player, category: str, player_fields: tuple[str, ...]) -> SeedLine:
+        """One row: a rating with two decimals, at least 1000.00."""
+        rating = max(1000.0, self._near_strength(player))
+        return SeedLine(player.player_id, category, f"{rating:.2f}", self._seeded_games(), self._seed_extra())
+
+    def _near_strength(self, player: Player) -> float:
+        """A rating near the player's strength."""
+        return player.strength + self.rng.gauss(0, 60)
 
     def _seed_extra(self) -> tuple[str, ...]:
         return ()

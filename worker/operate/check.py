@@ -34,8 +34,9 @@ from aiokafka.errors import KafkaError, for_code
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from worker.operate.redis_ops import connected
 from worker.operate.topics import topic_specs
-from worker.service.connections import close_quietly, kafka_options, make_redis
+from worker.service.connections import close_quietly, kafka_options
 from worker.service.owner import PrefixOwned, own_prefix
 from worker.settings import WorkerSettings
 from worker.stream.retry import KAFKA_ADMIN, KAFKA_CONNECT, REDIS_COMMAND, REDIS_CONNECT, Unreachable, retrying
@@ -136,8 +137,7 @@ async def _topic_settings(settings: WorkerSettings, admin: AIOKafkaAdminClient, 
 
 
 async def check_redis(settings: WorkerSettings) -> list[Finding]:
-    redis = make_redis(settings)
-    try:
+    async with connected(settings, ping=False) as redis:
         try:
             await retrying(REDIS_CONNECT, redis.ping)
         except Unreachable as e:
@@ -157,8 +157,6 @@ async def check_redis(settings: WorkerSettings) -> list[Finding]:
         except Unreachable as e:  # it went away after PING: what was checked stands
             findings.append(Finding("failed", "redis checks", f"Redis became unreachable: {e}"))
         return findings
-    finally:
-        await close_quietly(redis.aclose())
 
 
 async def _prefix(settings: WorkerSettings, redis: Redis) -> Finding:

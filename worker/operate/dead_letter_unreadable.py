@@ -23,12 +23,13 @@ from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from worker.service.connections import close_quietly, kafka_options, make_redis
+from worker.operate.redis_ops import connected
+from worker.service.connections import close_quietly, kafka_options
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.stream import unreadable
-from worker.stream.retry import KAFKA_CONNECT, KAFKA_READ, REDIS_COMMAND, REDIS_CONNECT, retrying
+from worker.stream.retry import KAFKA_CONNECT, KAFKA_READ, REDIS_COMMAND, retrying
 
 POLL_SECONDS = 0.5  # how often the worker's report is looked for (a worker looks for instructions every second)
 
@@ -63,10 +64,8 @@ async def dead_letter_unreadable(settings: WorkerSettings, partition: int, offse
     committed = await committed_offset(settings, tp)
     if committed is not None and committed > offset:
         return Outcome(committed, None)
-    redis = make_redis(settings)
     prefix = settings.redis_key_prefix
-    try:
-        await retrying(REDIS_CONNECT, redis.ping)
+    async with connected(settings) as redis:
         await own_prefix(redis, prefix, settings.system, write=True)
         await retrying(REDIS_COMMAND, unreadable.instruct, redis, prefix, tp, offset)
         deadline = time.monotonic() + wait
@@ -83,5 +82,3 @@ async def dead_letter_unreadable(settings: WorkerSettings, partition: int, offse
                     "again to wait for its report"
                 )
             await asyncio.sleep(POLL_SECONDS)
-    finally:
-        await close_quietly(redis.aclose())

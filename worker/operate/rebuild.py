@@ -52,18 +52,16 @@ from worker.engine.engine import Engine, SeedRow
 from worker.engine.schedule import SeedItem, apply_in_order
 from worker.operate.applied_copy import Copy, Decided, Placed, decide, digest_of, rated_facts
 from worker.operate.external_sort import ExternalSort
-from worker.operate.redis_ops import CHUNK, matching_keys, read_states, unlink_all, with_retry, write_states
+from worker.operate.redis_ops import CHUNK, connected, matching_keys, read_states, unlink_all, with_retry, write_states
 from worker.operate.topic_scan import scan
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.hundredths import Points
 from worker.rules.instants import instant
 from worker.rules.system import RatingSystem, S
-from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import KEY_PATTERN_CHARS, SYSTEM_NAMES, WorkerSettings
 from worker.store import records
 from worker.store.state_codec import CODECS
-from worker.stream.retry import REDIS_CONNECT, retrying
 
 log = logging.getLogger(__name__)
 REBUILD_META = "rebuild"  # {prefix}rebuild -> hash: "topic", and "p:{partition}" -> offset read up to
@@ -163,9 +161,7 @@ async def rebuild(
 ) -> RebuildReport:
     check_prefix(prefix, settings.redis_key_prefix)
     report = RebuildReport()
-    redis = make_redis(settings)
-    try:
-        await retrying(REDIS_CONNECT, redis.ping)
+    async with connected(settings) as redis:
         found = await matching_keys(redis, f"{prefix}*")
         # Whose prefix it is, and no other deployment's keys among those found (the owner key of
         # a longer prefix), before anything under it is cleared.
@@ -210,8 +206,6 @@ async def rebuild(
             f"ones; the history's sorts spilled {report.spilled_runs} runs ({report.spilled_bytes / 1e6:.1f} MB)"
         )
         return report
-    finally:
-        await close_quietly(redis.aclose())
 
 
 async def _read_by_id(settings: WorkerSettings, by_id: ExternalSort, report: RebuildReport) -> dict[int, int]:

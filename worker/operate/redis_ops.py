@@ -1,19 +1,36 @@
-"""Redis round trips of the one-shot commands (restore, rebuild, switch-over), each retried
-whole for `RATING_COMMAND_RETRY_SECONDS` (`worker.stream.retry.REDIS_COMMAND`), then given up."""
+"""Redis for the one-shot commands (check, restore, rebuild, switch-over, ...): their connection
+(`connected`), and their round trips, each retried whole for `RATING_COMMAND_RETRY_SECONDS`
+(`worker.stream.retry.REDIS_COMMAND`), then given up."""
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
 from worker.rules.system import S
+from worker.service.connections import close_quietly, make_redis
+from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.store.protocol import StateCodec
-from worker.stream.retry import REDIS_COMMAND, retrying
+from worker.stream.retry import REDIS_COMMAND, REDIS_CONNECT, retrying
 
 CHUNK = 1000  # keys per round trip
 T = TypeVar("T")
+
+
+@asynccontextmanager
+async def connected(settings: WorkerSettings, ping: bool = True) -> AsyncIterator[Redis]:
+    """The settings' Redis, closed at the end whatever happens; if `ping`, reached first (PING,
+    retried as `worker.stream.retry.REDIS_CONNECT`: `Unreachable` once the retries run out)."""
+    redis = make_redis(settings)
+    try:
+        if ping:
+            await retrying(REDIS_CONNECT, redis.ping)
+        yield redis
+    finally:
+        await close_quietly(redis.aclose())
 
 
 async def with_retry(call: Callable[..., Awaitable[T]], *args: Any) -> T:

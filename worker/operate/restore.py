@@ -51,17 +51,15 @@ from redis.asyncio.client import Pipeline
 
 from worker.engine.contracts import Contract, contract_of
 from worker.engine.engine import RESTORED
-from worker.operate.redis_ops import CHUNK, matching_keys, pipelined, unlink_all, with_retry
+from worker.operate.redis_ops import CHUNK, connected, matching_keys, pipelined, unlink_all, with_retry
 from worker.operate.topic_scan import scan
 from worker.operate.topics import COMPACTION_LAG_MS
 from worker.rules.system import Kind, S
-from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys, records
 from worker.store.protocol import StateCodec
 from worker.store.state_codec import CODECS
-from worker.stream.retry import REDIS_CONNECT, retrying
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -320,10 +318,8 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
             last = time.monotonic()
             say(f"restore: {records} records read ({records / (last - started):,.0f}/s)")
 
-    redis = make_redis(settings)
     prefix = settings.redis_key_prefix
-    try:
-        await retrying(REDIS_CONNECT, redis.ping)
+    async with connected(settings) as redis:
         await own_prefix(redis, prefix, settings.system, write=True)
         # Workers still running wait meanwhile (their scripts refuse): a restore's plain writes
         # and its clearing of the leases must not meet their applies and publications.
@@ -343,6 +339,4 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
         else:
             await trust(redis, prefix)
             report.trusted = True
-    finally:
-        await close_quietly(redis.aclose())
     return report

@@ -38,16 +38,14 @@ from worker.engine.engine import Engine, SeedOutcome, SeedRow, SeedVerdict
 from worker.engine.schedule import SeedItem
 from worker.operate.applied_copy import applied_games
 from worker.operate.rebuild import REBUILD_META, apply_all, check_prefix, history_order, read_history, same
-from worker.operate.redis_ops import CHUNK, rating_keys, read_states, with_retry
+from worker.operate.redis_ops import CHUNK, connected, rating_keys, read_states, with_retry
 from worker.replay.memory_store import MemoryBackend
 from worker.rules.hundredths import Points
-from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
 from worker.store import keys, records
 from worker.store.state_codec import CODECS
-from worker.stream.retry import REDIS_CONNECT, retrying
 
 ROUNDS = 5  # rounds for ratings that moved while they were compared
 WATERMARK_POLL_SECONDS = 0.5
@@ -72,9 +70,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
     """The steps of the module's docstring."""
     check_prefix(prefix, settings.redis_key_prefix)
     report = SwitchReport()
-    redis = make_redis(settings)
-    try:
-        await retrying(REDIS_CONNECT, redis.ping)
+    async with connected(settings) as redis:
         # Both prefixes this deployment's, before anything is read or imported.
         await own_prefix(redis, prefix, settings.system, write=False, setting="--prefix")
         await own_prefix(redis, settings.redis_key_prefix, settings.system, write=True)
@@ -118,8 +114,6 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
                 report.differing = len(rows) + len(unrated)
             say(f"switch-over: round {report.rounds}: {len(rows)} ratings differ; importing them")
             moved = await _import(settings, rows, expected, report) if rows else set()
-    finally:
-        await close_quietly(redis.aclose())
     return report
 
 

@@ -14,7 +14,8 @@ from pydantic import ValidationError
 from schemas.game_finished import GameFinished
 from schemas.seed_record import SeedRecord
 from worker.rules.categories import Category, category_of
-from worker.rules.hundredths import ONE, Hundredths, Points, hundredths, parse_fixed2, round_half_up
+from worker.rules.hundredths import ONE, Hundredths, Points, hundredths, round_half_up
+from worker.rules.seed_rows import fixed2, rated_games, seed_fields
 from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.system import Change, Kind, Pairing, Rated, SeedRow, Skip
 from worker.rules.tables import dp_for, pd_higher
@@ -171,21 +172,15 @@ class ArenaRules:
     def parse_seed_row(self, fields: list[str]) -> SeedRow:
         """`player_id,category,rating,rated_games`: an established rating (1000.00 or more, at
         most two decimals) and its rated games (contract v1, "Seeding established ratings")."""
-        if len(fields) != len(self.seed_header):
-            raise ValueError(f"expected {len(self.seed_header)} fields, got {len(fields)}")
-        player_id, category, rating, rated_games = fields
-        try:
-            value = parse_fixed2(rating)
-        except ValueError as e:
-            raise ValueError(f"rating: {e}") from None
-        if not (rated_games.isascii() and rated_games.isdigit()):
-            raise ValueError(f"rated_games: {rated_games!r} is not an integer >= 0")
+        player_id, category, rating, games = seed_fields(fields, self.seed_header)  # id, category: by the model
+        value = fixed2("rating", rating)
+        count = rated_games(games)
         try:
             record = SeedRecord(
                 player_id=player_id,
                 category=category,  # type: ignore[arg-type]  # validated by the model
                 rating=Decimal(value) / 100,
-                rated_games=int(rated_games),
+                rated_games=count,
             )
         except ValidationError as e:
             first = e.errors(include_url=False)[0]

@@ -32,12 +32,12 @@ from typing import ClassVar, NamedTuple, cast
 from schemas.close_line import FideCloseLine
 from schemas.game_finished import GameFinished
 from schemas.system_game import SystemGameFinished
-from schemas.types import ID_PATTERN
 from worker.rules.arena import arena_category
 from worker.rules.categories import Category
 from worker.rules.finished_at import month_number, month_of, next_month, refusal
 from worker.rules.hundredths import ONE, RESULT_SCORES, Hundredths, Points, round_half_away, round_half_up
 from worker.rules.period_system import Lookup
+from worker.rules.seed_rows import rated_games, seed_fields, whole_rating
 from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 from worker.rules.tables import dp_for, pd_higher
 
@@ -280,35 +280,26 @@ def _close_unrated(period: str, state: FideState, remaining: tuple[Entry, ...], 
 # --- seeding rows: player_id,category,rating,rated_games,reached_2400,birth_year (contract v2)
 
 SEED_HEADER = ("player_id", "category", "rating", "rated_games", "reached_2400", "birth_year")
-_DIGITS = re.compile(r"[0-9]+")
 _YEAR = re.compile(r"[0-9]{4}")
 
 
 def parse_seed_row(fields: list[str]) -> SeedRow:
     """One row as the contract writes it (F23); ValueError says which field is wrong. The row's
     own fields are `extra`: (reached_2400, birth_year), the first already given its default."""
-    if len(fields) != len(SEED_HEADER):
-        raise ValueError(f"expected {len(SEED_HEADER)} fields, got {len(fields)}")
-    player_id, category, rating, games, reached, birth = fields
-    if not re.fullmatch(ID_PATTERN, player_id):
-        raise ValueError(f"player_id: {player_id!r} is not an id")
-    if category not in tuple(Category):
-        raise ValueError(f"category: {category!r} is not rapid, blitz or bullet")
-    if not _DIGITS.fullmatch(rating):
-        raise ValueError(f"rating: {rating!r} is not a whole number (digits only: 1800, not 1800.00)")
-    if int(rating) * ONE < LOWEST:
+    player_id, category, rating, games, reached, birth = seed_fields(fields, SEED_HEADER, tuple(Category))
+    value = whole_rating(rating)
+    if value * ONE < LOWEST:
         raise ValueError(f"rating: {rating} is below 1400, the lowest published rating")
-    if not _DIGITS.fullmatch(games):
-        raise ValueError(f"rated_games: {games!r} is not an integer >= 0")
+    count = rated_games(games)
     if reached not in ("true", "false", ""):
         raise ValueError(f"reached_2400: {reached!r} is not true, false or empty")
-    top = int(rating) >= TOP
+    top = value >= TOP
     if reached == "false" and top:
         raise ValueError(f"reached_2400: false with a rating of {rating} (2400 or more reaches it)")
     if birth and not (_YEAR.fullmatch(birth) and int(birth) >= 1000):
         raise ValueError(f"birth_year: {birth!r} is not a year 1000-9999 in four digits")
     extra = (reached == "true" or top, int(birth) if birth else None)
-    return SeedRow(player_id, Category(category), Hundredths(int(rating) * ONE), int(games), extra)
+    return SeedRow(player_id, Category(category), Hundredths(value * ONE), count, extra)
 
 
 # --- the system the engine runs

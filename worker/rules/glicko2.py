@@ -29,12 +29,12 @@ from typing import NamedTuple, NewType, cast
 
 from schemas.game_finished import GameFinished
 from schemas.system_game import SystemGameFinished
-from schemas.types import ID_PATTERN
 from worker.rules.arena import arena_category
 from worker.rules.categories import Category
 from worker.rules.finished_at import cached_instant, refusal, units
-from worker.rules.hundredths import Hundredths, parse_fixed2
+from worker.rules.hundredths import Hundredths
 from worker.rules.instants import DAY
+from worker.rules.seed_rows import fixed2, rated_games, seed_fields
 from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 
 Nanos = NewType("Nanos", int)  # a volatility in units of 10^-9: 0.09 is 90_000_000
@@ -270,31 +270,18 @@ def parse_volatility(text: str) -> Nanos:
 def parse_seed_row(fields: list[str]) -> SeedRow:
     """One row as the contract writes it; ValueError says which field is wrong. Empty deviation
     and volatility mean 500.00 and 0.09 (G13), given before the comparison with the state."""
-    if len(fields) != len(SEED_HEADER):
-        raise ValueError(f"expected {len(SEED_HEADER)} fields, got {len(fields)}")
-    player_id, category, rating, games, deviation, volatility = fields
-    if not re.fullmatch(ID_PATTERN, player_id):
-        raise ValueError(f"player_id: {player_id!r} is not an id")
-    if category not in tuple(Category):
-        raise ValueError(f"category: {category!r} is not rapid, blitz or bullet")
-    try:
-        value = parse_fixed2(rating)
-    except ValueError as e:
-        raise ValueError(f"rating: {e}") from None
+    player_id, category, rating, games, deviation, volatility = seed_fields(fields, SEED_HEADER, tuple(Category))
+    value = fixed2("rating", rating)
     if value < MIN_SEED_RATING:
         raise ValueError(f"rating: {rating} is below 400.00")
-    if not (games.isascii() and games.isdigit()):
-        raise ValueError(f"rated_games: {games!r} is not an integer >= 0")
+    count = rated_games(games)
     if (deviation == "") != (volatility == ""):
         raise ValueError("deviation, volatility: give both or neither")
     if deviation == "":
-        if int(games) > 0:
+        if count > 0:
             raise ValueError("deviation, volatility: a rating with rated games must give both")
-        return SeedRow(player_id, Category(category), value, int(games), (NEW_DEVIATION, NEW_VOLATILITY))
-    try:
-        rd = parse_fixed2(deviation)
-    except ValueError as e:
-        raise ValueError(f"deviation: {e}") from None
+        return SeedRow(player_id, Category(category), value, count, (NEW_DEVIATION, NEW_VOLATILITY))
+    rd = fixed2("deviation", deviation)
     if not MIN_SEED_DEVIATION <= rd <= MAX_SEED_DEVIATION:
         raise ValueError(f"deviation: {deviation} is not within 45.00-500.00")
     try:
@@ -303,7 +290,7 @@ def parse_seed_row(fields: list[str]) -> SeedRow:
         raise ValueError(f"volatility: {e}") from None
     if not 0 < sigma <= MAX_VOLATILITY_NANOS:
         raise ValueError(f"volatility: {volatility} is not above 0 and at most 0.1")
-    return SeedRow(player_id, Category(category), value, int(games), (Hundredths(rd), sigma))
+    return SeedRow(player_id, Category(category), value, count, (Hundredths(rd), sigma))
 
 
 # --- the system the engine runs

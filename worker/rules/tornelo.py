@@ -24,7 +24,6 @@ integers: ratings whole (held in hundredths, as every system's), scores and the 
 modifiers in hundredths, E in millionths.
 """
 
-import re
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -34,11 +33,11 @@ from typing import NamedTuple, NewType, cast
 from schemas.close_line import TorneloCloseLine
 from schemas.game_finished import GameFinished
 from schemas.tornelo_game import TorneloGameFinished
-from schemas.types import ID_PATTERN
 from worker.rules.arena import arena_category
 from worker.rules.categories import Category
-from worker.rules.hundredths import ONE, RESULT_SCORES, Hundredths, parse_fixed2, round_half_away, round_half_up
+from worker.rules.hundredths import ONE, RESULT_SCORES, Hundredths, round_half_away, round_half_up
 from worker.rules.period_system import Lookup
+from worker.rules.seed_rows import fixed2, rated_games, seed_fields, whole_rating
 from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 
 Millionths = NewType("Millionths", int)  # an expected score, or a sum of them: 0.240253 is 240253
@@ -245,34 +244,20 @@ def recorded(state: TorneloState, game: Entry) -> TorneloState:
 # --- seeding rows: player_id,category,rating,rated_games,k_modifier (contract v2)
 
 SEED_HEADER = ("player_id", "category", "rating", "rated_games", "k_modifier")
-_DIGITS = re.compile(r"[0-9]+")
 
 
 def parse_seed_row(fields: list[str]) -> SeedRow:
     """One row as the contract writes it (T17, T20); ValueError says which field is wrong. The
     row's own field is `extra`: (k_modifier,), in hundredths, its default given."""
-    if len(fields) != len(SEED_HEADER):
-        raise ValueError(f"expected {len(SEED_HEADER)} fields, got {len(fields)}")
-    player_id, category, rating, games, modifier = fields
-    if not re.fullmatch(ID_PATTERN, player_id):
-        raise ValueError(f"player_id: {player_id!r} is not an id")
-    if category not in tuple(Category):
-        raise ValueError(f"category: {category!r} is not rapid, blitz or bullet")
-    if not _DIGITS.fullmatch(rating):
-        raise ValueError(f"rating: {rating!r} is not a whole number (digits only: 1800, not 1800.00)")
-    if not _DIGITS.fullmatch(games):
-        raise ValueError(f"rated_games: {games!r} is not an integer >= 0")
-    value, count = int(rating), int(games)
+    player_id, category, rating, games, modifier = seed_fields(fields, SEED_HEADER, tuple(Category))
+    value, count = whole_rating(rating), rated_games(games)
     if count < PROVISIONAL_GAMES and not PROVISIONAL_LOW <= value <= PROVISIONAL_HIGH:
         raise ValueError(f"rating: {rating} is not within 100-2700, as a provisional rating (under 20 games) must be")
     if value < FLOOR:
         raise ValueError(f"rating: {rating} is below 100, the floor")
     k_modifier = DEFAULT_MODIFIER
     if modifier:
-        try:
-            k_modifier = parse_fixed2(modifier)
-        except ValueError as e:
-            raise ValueError(f"k_modifier: {e}") from None
+        k_modifier = fixed2("k_modifier", modifier)
         if not MIN_MODIFIER <= k_modifier <= MAX_MODIFIER:
             raise ValueError(f"k_modifier: {modifier} is not within 0.01-10.00")
     return SeedRow(player_id, Category(category), Hundredths(value * ONE), count, (k_modifier,))

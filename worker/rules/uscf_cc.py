@@ -20,14 +20,13 @@ credit each), else each player by his own status.
 correspondence game (v1 plus `forfeit_kind`), its one category `correspondence`.
 """
 
-import re
 from dataclasses import dataclass
 from typing import NamedTuple, cast
 
 from schemas.correspondence_game import CorrespondenceGameFinished
 from schemas.game_finished import GameFinished
-from schemas.types import ID_PATTERN
-from worker.rules.hundredths import ONE, Hundredths, parse_fixed2, round_half_away
+from worker.rules.hundredths import ONE, Hundredths, round_half_away
+from worker.rules.seed_rows import fixed2, seed_fields
 from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 
 ESTABLISHED_CREDITS = 25  # with 25 credits a player is established: his 26th game is computed so (U4)
@@ -223,18 +222,9 @@ def parse_seed_row(fields: list[str]) -> SeedRow:
     """One row, as the contract writes it: an id, `correspondence`, a decimal with at most two
     decimals and an optional leading `-` (no floor, U12, U21), and at least one game credit.
     ValueError says which field is wrong."""
-    if len(fields) != len(SEED_HEADER):
-        raise ValueError(f"expected {len(SEED_HEADER)} fields, got {len(fields)}")
-    player_id, category, rating, credits = fields
-    if not re.fullmatch(ID_PATTERN, player_id):
-        raise ValueError(f"player_id: {player_id!r} is not an id")
-    if category != CATEGORY:
-        raise ValueError(f"category: {category!r} is not {CATEGORY}")
+    player_id, _, rating, credits = seed_fields(fields, SEED_HEADER, (CATEGORY,))
     negative = rating.startswith("-")
-    try:
-        magnitude = parse_fixed2(rating[1:] if negative else rating)
-    except ValueError as e:
-        raise ValueError(f"rating: {e}") from None
+    magnitude = fixed2("rating", rating[1:] if negative else rating)
     if not (credits.isascii() and credits.isdigit()) or int(credits) < 1:
         raise ValueError(f"rated_games: {credits!r} is not an integer >= 1 (a rating averages at least one game)")
     return SeedRow(player_id, CATEGORY, Hundredths(-magnitude if negative else magnitude), int(credits))
