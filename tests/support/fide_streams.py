@@ -1,7 +1,7 @@
 """The streams of `fide` (FIDE's rating, one change per calendar month in UTC) that hypothesis
-draws, for its own properties (tests/unit/engine/test_fide_stream_properties.py) and for the
-partial closes over the store in memory (tests/unit/replay/test_partial_closes.py), and their
-replay through the engine harness.
+draws, for its own properties (tests/unit/engine/test_fide_stream_properties.py), for the
+contract suite (tests/unit/contract/) and for the partial closes over the store in memory
+(tests/unit/replay/test_partial_closes.py), and their replay through the engine harness.
 
 The streams: 5-8 players, games of every category and some unrated controls, rated or not,
 forfeits and aborted games, finished over six months at various UTC offsets (often near a month's
@@ -221,3 +221,16 @@ def display(rating: Decimal | None) -> int:
 def takes_for(stream: Stream) -> st.SearchStrategy[list[frozenset[str]]]:
     """For each close line, the ratings the service's close takes at once."""
     return period_streams.takes_for(stream, KEYS)
+
+
+def redeliveries(value: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The same game again, differing at most in what is not a fact (v1's facts only: fide has
+    none of its own): the event id, an unknown field, the finished_at (even in another month); and
+    a conflicting one: `rated` the other way."""
+    same = [
+        dict(value),
+        {**value, "event_id": "again", "unknown": 1},
+        {**value, "finished_at": "2027-06-01T00:00:00Z"},
+        {**value, "finished_at": "2026-01-15T08:00:00+05:00"},
+    ]
+    return same, [{**value, "rated": not value["rated"]}]

@@ -1,7 +1,7 @@
 """The streams of `tornelo` (Tornelo's default Elo, one change per tournament) that hypothesis
-draws, for its own properties (tests/unit/engine/test_tornelo_stream_properties.py) and for the
-partial closes over the store in memory (tests/unit/replay/test_partial_closes.py), and their
-replay through the engine harness.
+draws, for its own properties (tests/unit/engine/test_tornelo_stream_properties.py), for the
+contract suite (tests/unit/contract/) and for the partial closes over the store in memory
+(tests/unit/replay/test_partial_closes.py), and their replay through the engine harness.
 
 The streams: 5-8 players, games of every category and some unrated controls, rated or not,
 forfeits and aborted games, of several tournaments that overlap, of no tournament
@@ -175,3 +175,23 @@ def tournament_of(value: dict[str, Any]) -> str | None:
     tournament = value.get("tournament_id")
     assert tournament is None or isinstance(tournament, str)
     return tournament
+
+
+def redeliveries(value: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The same game again, differing at most in what is not a fact (events-v2, "Input"): the
+    event id, an unknown field, the finished_at, `tournament_id` absent for null and back; and
+    conflicting ones: another `tournament_id`, or none for one, or one for none."""
+    same = [
+        dict(value),
+        {**value, "event_id": "again", "unknown": 1},
+        {**value, "finished_at": "2027-06-01T00:00:00Z"},
+    ]
+    without = {k: v for k, v in value.items() if k != "tournament_id"}
+    tournament = tournament_of(value)
+    if tournament is None:
+        same += [without, {**value, "tournament_id": None}]
+        conflicting = [{**value, "tournament_id": "T1"}, {**value, "tournament_id": NO_GAMES}]
+    else:
+        other = "T2" if tournament != "T2" else "T1"
+        conflicting = [{**value, "tournament_id": other}, {**value, "tournament_id": None}, without]
+    return same, conflicting
