@@ -3,14 +3,14 @@ for any stream of games, close lines and seeding rows (hypothesis), checked on t
 and on the states it keeps (fide-period.md sections 1-9 and example 16; events-v2.md "Output",
 "Order of the events", "state" and "Seeding rows").
 
-The streams: 5-8 players, games of every category and some unrated controls, rated or not,
-forfeits and aborted games, finished over six months at various UTC offsets (often near a month's
-edge, where the local date names another month); close lines of any month, in any order (months
-already closed and months with no games included), so that games are held, counted at once or
-late; seeding rows first and now and then an import, forced or not, between games.
+These are `fide`'s own properties (its periods: where a game is recorded, closes made once,
+a month's close independent of the order of its games, imports between games). What holds for every
+system (a replay twice gives the same bytes, a redelivery changes nothing, `seq` gapless, events
+valid and read back as `restore` reads them, the state's Redis encoding, `rate` equal to the
+engine, a close taking some ratings at once) is the contract suite's (tests/unit/contract/),
+over the same streams (tests/support/fide_streams.py).
 """
 
-import io
 import random
 import re
 from collections import defaultdict
@@ -31,11 +31,9 @@ from tests.support.fide_streams import (
     RATED,
     RESULTS,
     Updates,
-    display,
     event,
     game_value,
     month_after,
-    new_engine,
     new_store,
     parse,
     replay,
@@ -45,23 +43,11 @@ from tests.support.fide_streams import (
     streams,
     takes_for,
 )
-from tests.support.period_streams import Close, Import, Item, Stream, close_of, line, per_key
-from worker.engine.engine import SeedVerdict, Update, Verdict
-from worker.engine.events_periods import read_fide
-from worker.replay.replay import replay as rate
+from tests.support.period_streams import Close, Import, Item, Stream, close_of
+from worker.engine.engine import SeedVerdict, Update
 from worker.rules.fide import FideState, parse_seed_row
 from worker.rules.system import SeedRow
 from worker.store.state_codec import FIDE_STATES
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams())
-def test_replaying_a_stream_twice_gives_identical_bytes_and_states(stream: Stream) -> None:
-    first, store = replay(stream)
-    second, again = replay(stream)
-    assert [u.payload for u in first] == [u.payload for u in second]
-    assert store.states == again.states
-    assert store.calendar == again.calendar
 
 
 @settings(max_examples=60, deadline=None)
@@ -80,39 +66,6 @@ def test_closing_a_month_again_right_after_publishes_nothing_and_changes_no_stat
         assert [store.close(m) for m in CLOSE_MONTHS if m <= latest] == [[] for m in CLOSE_MONTHS if m <= latest]
         assert store.states == states
         assert store.calendar == calendar
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_a_close_that_takes_some_ratings_at_once_gives_each_rating_the_events_of_a_whole_close(
-    stream: Stream, data: st.DataObject
-) -> None:
-    """fide-period.md section 9: the others are closed by their next game (its close events
-    first), or when the close is finished; per key, the same events as `rate`'s close lines."""
-    whole, store = replay(stream)
-    takes = data.draw(takes_for(stream))
-    partly, other = replay(stream, takes)
-    assert per_key(partly) == per_key(whole)
-    assert other.states == store.states
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_each_rating_changes_in_gapless_seq_from_its_previous_rating(stream: Stream, data: st.DataObject) -> None:
-    for takes in (None, data.draw(takes_for(stream))):
-        updates, store = replay(stream, takes)
-        previous: dict[str, FideRatingChanged] = {}
-        for update in updates:
-            e = event(update.payload)
-            last = previous.get(update.key)
-            assert e.seq == e.state.seq == (1 if last is None else last.seq + 1)
-            # Unrated is null; an import's rating_before is the previous rating too (events-v2).
-            assert e.rating_before == (None if last is None else last.rating_after)
-            assert e.rating_after == e.state.rating
-            # A whole rating is its own display; unrated, the training rating (events-v2 "Output").
-            assert (e.display_before, e.display_after) == (display(e.rating_before), display(e.rating_after))
-            previous[update.key] = e
-        assert {k: e.seq for k, e in previous.items()} == {k: s.seq for k, s in store.states.items()}
 
 
 def counted_category(value: dict[str, Any]) -> str | None:
@@ -362,21 +315,6 @@ def test_two_k20_players_who_only_play_each_other_change_by_exactly_opposite_amo
             assert a.delta is not None and b.delta is not None and a.delta == -b.delta
 
 
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_every_event_is_valid_and_its_state_is_what_a_restore_and_redis_keep(
-    stream: Stream, data: st.DataObject
-) -> None:
-    updates, _ = replay(stream, data.draw(takes_for(stream)))
-    for update in updates:
-        e = event(update.payload)  # valid: each kind's null fields, origin, state and detail
-        assert f"{e.player_id}/{e.category}" == update.key
-        published = read_fide(update.payload)
-        assert published.key == update.key
-        assert published.state == update.state
-        assert FIDE_STATES.decode(FIDE_STATES.encode(update.state)) == update.state
-
-
 def own_row(key: str, state: FideState) -> SeedRow:
     """The row of a rated state's own rating and history, in the contract's syntax."""
     player, category = key.split("/")
@@ -457,51 +395,3 @@ def test_an_import_between_games_is_applied_skipped_or_refused_as_the_contract_s
                 current.closed_period,
                 current.rating_before_close,
             )
-
-
-def redeliveries(value: dict[str, Any]) -> list[dict[str, Any]]:
-    """The same game again, differing at most in what is not a fact (v1's facts only: fide has
-    none of its own): the event id, an unknown field, the finished_at (even in another month)."""
-    return [
-        dict(value),
-        {**value, "event_id": "again", "unknown": 1},
-        {**value, "finished_at": "2027-06-01T00:00:00Z"},
-        {**value, "finished_at": "2026-01-15T08:00:00+05:00"},
-    ]
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_a_duplicate_changes_nothing_and_publishes_nothing(stream: Stream, data: st.DataObject) -> None:
-    games = [i for i, item in enumerate(stream.items) if isinstance(item, dict)]
-    if not games:
-        return
-    original, store = replay(stream)
-    states, records, calendar = dict(store.states), dict(store.games), store.calendar
-    index = data.draw(st.sampled_from(games))
-    value = stream.items[index]
-    assert isinstance(value, dict)
-    again = data.draw(st.sampled_from(redeliveries(value)))
-    outcome = store.apply(parse(again))
-    assert outcome.verdict is Verdict.DUPLICATE
-    assert outcome.updates == ()
-    assert (store.states, store.games, store.calendar) == (states, records, calendar)
-    # And inside the stream, anywhere after the original: the same output as without it.
-    at = data.draw(st.integers(index + 1, len(stream.items)))
-    items = [*stream.items[:at], again, *stream.items[at:]]
-    with_redelivery, _ = replay(Stream(stream.seeds, items))
-    assert [u.payload for u in with_redelivery] == [u.payload for u in original]
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(imports=False))
-async def test_rate_writes_the_events_of_the_engine_with_whole_closes(stream: Stream) -> None:
-    """`rating-worker rate` on the stream as a file (its close lines included) writes, byte for
-    byte, what the engine gives with every close line closed whole."""
-    out, dlq = io.BytesIO(), io.StringIO()
-    games = io.BytesIO(b"".join(line(item) + b"\n" for item in stream.items))
-    counts, _ = await rate(new_engine(), stream.seeds, games, out, dlq, 1_000_000)
-    expected, _ = replay(stream)
-    assert out.getvalue() == b"".join(u.payload + b"\n" for u in expected)
-    assert dlq.getvalue() == ""
-    assert counts.close_lines == stream.closes
