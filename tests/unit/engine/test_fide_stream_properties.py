@@ -344,11 +344,20 @@ AGAIN_WITH_GAMES_PENDING = Stream(
         Import(parse_seed_row(["p0", "blitz", "2000", "40", "", ""]), force=False),
     ],
 )
+# The same game, then another row for p0, forced: refused all the same while his game is pending.
+FORCED_WITH_GAMES_PENDING = Stream(
+    AGAIN_WITH_GAMES_PENDING.seeds,
+    [
+        AGAIN_WITH_GAMES_PENDING.items[0],
+        Import(parse_seed_row(["p0", "blitz", "2100", "40", "", ""]), force=True),
+    ],
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(streams())
 @example(AGAIN_WITH_GAMES_PENDING)
+@example(FORCED_WITH_GAMES_PENDING)
 def test_an_import_between_games_is_applied_skipped_or_refused_as_the_contract_says(stream: Stream) -> None:
     """events-v2 "Seeding rows" and fide-period.md section 10 (F23): a row over a rating never seen
     is imported; one equal to the rating's state, compared in rating, rated_games, reached_2400 and
@@ -356,7 +365,8 @@ def test_an_import_between_games_is_applied_skipped_or_refused_as_the_contract_s
     forced, and one with games not yet closed (`pending`) even forced. The imported state has the
     row's values, an empty pool, and the rating's own `closed_period` and `rating_before_close`.
     Some imports here are of a rated rating's own values again (`Import.again`); the explicit
-    example is such an import over a rating with games pending."""
+    examples are such an import over a rating with games pending, and another row forced over it
+    (random streams seldom force a row over a rating with games pending)."""
     _, store = seeded(stream)
     for item in stream.items:
         if not isinstance(item, Import):
