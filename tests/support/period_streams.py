@@ -1,7 +1,8 @@
 """Streams of a per-period system (`fide`, `tornelo`) and their replay through the engine harness
 (`tests.support.ratings.Ratings`), for the property tests of each system
-(tests/unit/engine/test_{fide,tornelo}_stream_properties.py, which draw the streams) and the
-partial closes over the store in memory (tests/unit/replay/test_partial_closes.py).
+(tests/unit/engine/test_{fide,tornelo}_stream_properties.py; tests/support/{fide,tornelo}_streams.py
+draw the streams), the contract suite (tests/unit/contract/) and the partial closes over the store
+in memory (tests/unit/replay/test_partial_closes.py).
 
 A stream is seeding rows (`rate --seed`), then items: a game's message, a close line, or an import
 between games. Its replay closes every close line whole, as `rate` does, or, given for each close

@@ -3,242 +3,51 @@ for any stream of games, close lines and seeding rows (hypothesis), checked on t
 and on the states it keeps (fide-period.md sections 1-9 and example 16; events-v2.md "Output",
 "Order of the events", "state" and "Seeding rows").
 
-The streams: 5-8 players, games of every category and some unrated controls, rated or not,
-forfeits and aborted games, finished over six months at various UTC offsets (often near a month's
-edge, where the local date names another month); close lines of any month, in any order (months
-already closed and months with no games included), so that games are held, counted at once or
-late; seeding rows first and now and then an import, forced or not, between games.
+These are `fide`'s own properties (its periods: where a game is recorded, closes made once,
+a month's close independent of the order of its games, imports between games). What holds for every
+system (a replay twice gives the same bytes, a redelivery changes nothing, `seq` gapless, events
+valid and read back as `restore` reads them, the state's Redis encoding, `rate` equal to the
+engine, a close taking some ratings at once) is the contract suite's (tests/unit/contract/),
+over the same streams (tests/support/fide_streams.py).
 """
 
-import io
-import json
 import random
 import re
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta, timezone
-from decimal import Decimal
 from typing import Any, cast
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from schemas.rating_changed_periods import FideRatingChanged
-from schemas.rating_changed_v2 import RATING_CHANGED_V2
 from schemas.system_game import SystemGameFinished
-from tests.support import period_streams
-from tests.support.period_streams import Close, Import, Item, Replayer, Stream, close_of, line, per_key
-from worker.engine.engine import Engine, SeedVerdict, Update, Verdict
-from worker.engine.events_periods import read_fide
-from worker.replay.replay import replay as rate
-from worker.rules.fide import FideRules, FideState, parse_seed_row
-from worker.rules.hundredths import Points
+from tests.support.fide_streams import (
+    BOOLEAN,
+    CLOSE_MONTHS,
+    MONTH_OF,
+    MONTHS,
+    PLAYER_COUNT,
+    PLAYERS,
+    RATED,
+    RESULTS,
+    Updates,
+    event,
+    game_value,
+    month_after,
+    new_store,
+    parse,
+    replay,
+    seed_row,
+    seeded,
+    step,
+    streams,
+    takes_for,
+)
+from tests.support.period_streams import Close, Import, Item, Stream, close_of
+from worker.engine.engine import SeedVerdict, Update
+from worker.rules.fide import FideState, parse_seed_row
 from worker.rules.system import SeedRow
 from worker.store.state_codec import FIDE_STATES
-
-PLAYERS = [f"p{i}" for i in range(8)]
-CATEGORIES = ["rapid", "blitz", "bullet"]
-KEYS = [f"{p}/{c}" for p in PLAYERS for c in CATEGORIES]
-# The arena's controls of each category (arena-rules.md), blitz the most often so that a player
-# meets enough rated opponents in one category for a first rating; and some it does not rate.
-RATED = {
-    (900, 0): "rapid",
-    (600, 10): "rapid",
-    (180, 0): "blitz",
-    (300, 3): "blitz",
-    (600, 0): "blitz",
-    (60, 0): "bullet",
-    (120, 0): "bullet",
-}
-UNRATED = [(240, 0), (30, 0), (86400, 0), (120, 1)]
-CONTROLS = [*RATED, *[(180, 0), (300, 3), (600, 0)] * 4, *UNRATED]
-TERMINATIONS = [*["checkmate", "resignation", "timeout"] * 3, "stalemate", "draw_agreement", "forfeit", "aborted"]
-RESULTS = ["1-0", "0-1", "1/2-1/2"]
-MONTHS = ["2026-06", "2026-07", "2026-08", "2026-09", "2026-10", "2026-11"]  # the games' months, UTC
-CLOSE_MONTHS = ["2026-04", "2026-05", *MONTHS, "2026-12", "2027-01"]  # with months that have no game
-OFFSETS = [0, 0, 60, -330, 345, 14 * 60, -12 * 60]  # minutes: Z, +01:00, -05:30, +05:45, +14:00, -12:00
-EDGE = 20 * 3600  # seconds: an instant this near a month's edge is often in another month locally
-
-
-def month_start(month: str) -> datetime:
-    return datetime(int(month[:4]), int(month[5:]), 1, tzinfo=UTC)
-
-
-def month_after(month: str) -> str:
-    year, number = int(month[:4]), int(month[5:])
-    return f"{year + number // 12:04d}-{number % 12 + 1:02d}"
-
-
-def stamp(instant: datetime, fraction: str, minutes: int, utc: str, leap: bool = False) -> str:
-    """A finished_at of `instant` (+ 0.fraction s), written at the offset (`utc`: how offset 0 is
-    written); `leap`: an instant at :59 written as the leap second :60, which counts as :59."""
-    local = instant.astimezone(timezone(timedelta(minutes=minutes)))
-    digits = f".{fraction}" if fraction else ""
-    zone = utc if minutes == 0 else f"{'+' if minutes >= 0 else '-'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-    if leap:
-        assert local.second == 59
-        return f"{local:%Y-%m-%dT%H:%M}:60{digits}{zone}"
-    return f"{local:%Y-%m-%dT%H:%M:%S}{digits}{zone}"
-
-
-# The month in UTC of every finished_at made here, as it was made (from its instant, not its text).
-MONTH_OF: dict[str, str] = {}
-
-# The strategies every draw uses, made once (a strategy made anew at each draw is validated anew).
-PAIRS = {n: st.sampled_from([(w, b) for w in PLAYERS[:n] for b in PLAYERS[:n] if w != b]) for n in range(2, 9)}
-ANY_CONTROL = st.sampled_from(CONTROLS)
-COUNTED_CONTROLS = {
-    category: st.sampled_from([c for c, name in RATED.items() if category in (None, name)])
-    for category in (None, *CATEGORIES)
-}
-RESULT = st.sampled_from(RESULTS)
-ANY_TERMINATION = st.sampled_from(TERMINATIONS)
-PLAYED = st.sampled_from(TERMINATIONS[:3])
-TENTHS = st.integers(0, 9)
-WHERE = st.sampled_from(["start", "end", "anywhere", "leap"])
-NEAR_EDGE = st.integers(0, EDGE)
-SECONDS = {
-    m: st.integers(0, int((month_start(month_after(m)) - month_start(m)).total_seconds()) - 1) for m in CLOSE_MONTHS
-}
-FRACTION = st.sampled_from(["", "", "", "5", "123", "999999999"])
-OFFSET = st.sampled_from(OFFSETS)
-UTC_ZONE = st.sampled_from(["Z", "+00:00", "z", "-00:00"])
-BOOLEAN = st.booleans()
-
-
-@st.composite
-def finished_at(draw: st.DrawFn, month: str) -> str:
-    """An instant of `month` in UTC (often within EDGE of its start or end, sometimes its last
-    second written as a leap second), at some offset."""
-    start = month_start(month)
-    last = int((month_start(month_after(month)) - start).total_seconds()) - 1
-    where = draw(WHERE)
-    if where == "start":
-        seconds = draw(NEAR_EDGE)
-    elif where == "end":
-        seconds = last - draw(NEAR_EDGE)
-    else:
-        seconds = last if where == "leap" else draw(SECONDS[month])
-    instant = start + timedelta(seconds=seconds)
-    text = stamp(instant, draw(FRACTION), draw(OFFSET), draw(UTC_ZONE), where == "leap")
-    MONTH_OF[text] = month
-    return text
-
-
-@st.composite
-def game_value(
-    draw: st.DrawFn, i: int, players: int, month: str, counted: bool = False, category: str | None = None
-) -> dict[str, Any]:
-    """A game's message between two of the first `players`; `counted`: one the arena counts (rated,
-    played, of a rated control, of `category` if given)."""
-    white, black = draw(PAIRS[players])
-    base, increment = draw(COUNTED_CONTROLS[category] if counted else ANY_CONTROL)
-    return {
-        "event_id": f"e{i}",
-        "game_id": f"g{i}",
-        "finished_at": draw(finished_at(month)),
-        "rated": counted or draw(TENTHS) > 0,
-        "time_control": {"base_seconds": base, "increment_seconds": increment},
-        "white_id": white,
-        "black_id": black,
-        "result": draw(RESULT),
-        "termination": draw(PLAYED if counted else ANY_TERMINATION),
-    }
-
-
-SEED_RATING = st.one_of(
-    st.integers(1400, 2800),
-    st.integers(1400, 1460),
-    st.sampled_from([1400, 2299, 2300, 2399, 2400, 2600, 2601, 2700]),
-)
-SEED_GAMES = st.one_of(st.integers(0, 80), st.integers(28, 31))
-REACHED = {True: st.sampled_from(["true", ""]), False: st.sampled_from(["true", "false", "", ""])}
-BIRTH = st.sampled_from(["", "", "", "2008", "2010", "2007", "1990"])
-CATEGORY = st.sampled_from(["blitz", "blitz", "blitz", "rapid", "bullet"])  # as the games
-PLAYER = {n: st.sampled_from(PLAYERS[:n]) for n in range(2, 9)}
-
-
-@st.composite
-def seed_row(draw: st.DrawFn, players: int) -> SeedRow:
-    """A valid row of events-v2's fide syntax for one of the first `players`, parsed as the seeding
-    file parses it: ratings anywhere and next to the rules' edges (1400, 2300, 2400, 2600), games
-    next to 30, juniors and not."""
-    rating = draw(SEED_RATING)
-    fields = [draw(PLAYER[players]), draw(CATEGORY), str(rating), str(draw(SEED_GAMES))]
-    return parse_seed_row([*fields, draw(REACHED[rating >= 2400]), draw(BIRTH)])
-
-
-ROLL = st.integers(0, 19)
-MONTH_INDEX = st.integers(0, len(MONTHS) - 1)
-CLOSE_MONTH = st.sampled_from(CLOSE_MONTHS)
-PLAYER_COUNT = st.integers(5, 8)
-AGAIN = st.one_of(st.none(), st.integers(0, len(KEYS) - 1))
-
-
-@st.composite
-def streams(draw: st.DrawFn, imports: bool = True, most: int = 40) -> Stream:
-    """Seeding rows, then games and close lines. The stream moves through the months: most games
-    finish about its current month (some in the month before, late once that month is closed),
-    and most close lines close the month before it, the others any month."""
-    players = draw(PLAYER_COUNT)
-    seeds = draw(st.lists(seed_row(players), min_size=4, max_size=12, unique_by=lambda r: r.key))
-    now = 0  # the index in MONTHS of the stream's current month
-    items: list[Item] = []
-    for i in range(draw(st.integers(0, most))):
-        roll = draw(ROLL)
-        if roll == 0:
-            now = min(now + 1, len(MONTHS) - 1)
-        if roll < 3:
-            before = MONTHS[now - 1] if now > 0 else "2026-05"
-            items.append(Close(before if draw(BOOLEAN) else draw(CLOSE_MONTH)))
-        elif roll == 3 and imports:
-            items.append(Import(draw(seed_row(players)), draw(BOOLEAN), draw(AGAIN)))
-        else:
-            near = draw(TENTHS)
-            index = now + near % 3 - 1 if near < 7 else draw(MONTH_INDEX)
-            items.append(draw(game_value(i, players, MONTHS[min(max(index, 0), len(MONTHS) - 1)])))
-    return Stream(seeds, items)
-
-
-def parse(value: dict[str, Any]) -> SystemGameFinished:
-    return SystemGameFinished.model_validate_json(json.dumps(value))
-
-
-TRAINING = 1200  # RATING_TRAINING_RATING: the display of an unrated player
-
-
-def new_engine() -> Engine[FideState]:
-    return Engine(FideRules(), Points(TRAINING))
-
-
-SYSTEM = Replayer(new_engine, parse)
-new_store, seeded, step, replay = SYSTEM.new_store, SYSTEM.seeded, SYSTEM.step, SYSTEM.replay
-Updates = list[Update[FideState]]
-
-
-def event(payload: bytes) -> FideRatingChanged:
-    """The event, validated by the contract's one v2 schema (`system` selects fide's shape)."""
-    parsed = RATING_CHANGED_V2.validate_json(payload)
-    assert isinstance(parsed, FideRatingChanged)
-    return parsed
-
-
-def display(rating: Decimal | None) -> int:
-    return TRAINING if rating is None else int(rating)
-
-
-def takes_for(stream: Stream) -> st.SearchStrategy[list[frozenset[str]]]:
-    """For each close line, the ratings the service's close takes at once."""
-    return period_streams.takes_for(stream, KEYS)
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams())
-def test_replaying_a_stream_twice_gives_identical_bytes_and_states(stream: Stream) -> None:
-    first, store = replay(stream)
-    second, again = replay(stream)
-    assert [u.payload for u in first] == [u.payload for u in second]
-    assert store.states == again.states
-    assert store.calendar == again.calendar
 
 
 @settings(max_examples=60, deadline=None)
@@ -257,39 +66,6 @@ def test_closing_a_month_again_right_after_publishes_nothing_and_changes_no_stat
         assert [store.close(m) for m in CLOSE_MONTHS if m <= latest] == [[] for m in CLOSE_MONTHS if m <= latest]
         assert store.states == states
         assert store.calendar == calendar
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_a_close_that_takes_some_ratings_at_once_gives_each_rating_the_events_of_a_whole_close(
-    stream: Stream, data: st.DataObject
-) -> None:
-    """fide-period.md section 9: the others are closed by their next game (its close events
-    first), or when the close is finished; per key, the same events as `rate`'s close lines."""
-    whole, store = replay(stream)
-    takes = data.draw(takes_for(stream))
-    partly, other = replay(stream, takes)
-    assert per_key(partly) == per_key(whole)
-    assert other.states == store.states
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_each_rating_changes_in_gapless_seq_from_its_previous_rating(stream: Stream, data: st.DataObject) -> None:
-    for takes in (None, data.draw(takes_for(stream))):
-        updates, store = replay(stream, takes)
-        previous: dict[str, FideRatingChanged] = {}
-        for update in updates:
-            e = event(update.payload)
-            last = previous.get(update.key)
-            assert e.seq == e.state.seq == (1 if last is None else last.seq + 1)
-            # Unrated is null; an import's rating_before is the previous rating too (events-v2).
-            assert e.rating_before == (None if last is None else last.rating_after)
-            assert e.rating_after == e.state.rating
-            # A whole rating is its own display; unrated, the training rating (events-v2 "Output").
-            assert (e.display_before, e.display_after) == (display(e.rating_before), display(e.rating_after))
-            previous[update.key] = e
-        assert {k: e.seq for k, e in previous.items()} == {k: s.seq for k, s in store.states.items()}
 
 
 def counted_category(value: dict[str, Any]) -> str | None:
@@ -539,21 +315,6 @@ def test_two_k20_players_who_only_play_each_other_change_by_exactly_opposite_amo
             assert a.delta is not None and b.delta is not None and a.delta == -b.delta
 
 
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_every_event_is_valid_and_its_state_is_what_a_restore_and_redis_keep(
-    stream: Stream, data: st.DataObject
-) -> None:
-    updates, _ = replay(stream, data.draw(takes_for(stream)))
-    for update in updates:
-        e = event(update.payload)  # valid: each kind's null fields, origin, state and detail
-        assert f"{e.player_id}/{e.category}" == update.key
-        published = read_fide(update.payload)
-        assert published.key == update.key
-        assert published.state == update.state
-        assert FIDE_STATES.decode(FIDE_STATES.encode(update.state)) == update.state
-
-
 def own_row(key: str, state: FideState) -> SeedRow:
     """The row of a rated state's own rating and history, in the contract's syntax."""
     player, category = key.split("/")
@@ -583,11 +344,20 @@ AGAIN_WITH_GAMES_PENDING = Stream(
         Import(parse_seed_row(["p0", "blitz", "2000", "40", "", ""]), force=False),
     ],
 )
+# The same game, then another row for p0, forced: refused all the same while his game is pending.
+FORCED_WITH_GAMES_PENDING = Stream(
+    AGAIN_WITH_GAMES_PENDING.seeds,
+    [
+        AGAIN_WITH_GAMES_PENDING.items[0],
+        Import(parse_seed_row(["p0", "blitz", "2100", "40", "", ""]), force=True),
+    ],
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(streams())
 @example(AGAIN_WITH_GAMES_PENDING)
+@example(FORCED_WITH_GAMES_PENDING)
 def test_an_import_between_games_is_applied_skipped_or_refused_as_the_contract_says(stream: Stream) -> None:
     """events-v2 "Seeding rows" and fide-period.md section 10 (F23): a row over a rating never seen
     is imported; one equal to the rating's state, compared in rating, rated_games, reached_2400 and
@@ -595,7 +365,8 @@ def test_an_import_between_games_is_applied_skipped_or_refused_as_the_contract_s
     forced, and one with games not yet closed (`pending`) even forced. The imported state has the
     row's values, an empty pool, and the rating's own `closed_period` and `rating_before_close`.
     Some imports here are of a rated rating's own values again (`Import.again`); the explicit
-    example is such an import over a rating with games pending."""
+    examples are such an import over a rating with games pending, and another row forced over it
+    (random streams seldom force a row over a rating with games pending)."""
     _, store = seeded(stream)
     for item in stream.items:
         if not isinstance(item, Import):
@@ -634,51 +405,3 @@ def test_an_import_between_games_is_applied_skipped_or_refused_as_the_contract_s
                 current.closed_period,
                 current.rating_before_close,
             )
-
-
-def redeliveries(value: dict[str, Any]) -> list[dict[str, Any]]:
-    """The same game again, differing at most in what is not a fact (v1's facts only: fide has
-    none of its own): the event id, an unknown field, the finished_at (even in another month)."""
-    return [
-        dict(value),
-        {**value, "event_id": "again", "unknown": 1},
-        {**value, "finished_at": "2027-06-01T00:00:00Z"},
-        {**value, "finished_at": "2026-01-15T08:00:00+05:00"},
-    ]
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_a_duplicate_changes_nothing_and_publishes_nothing(stream: Stream, data: st.DataObject) -> None:
-    games = [i for i, item in enumerate(stream.items) if isinstance(item, dict)]
-    if not games:
-        return
-    original, store = replay(stream)
-    states, records, calendar = dict(store.states), dict(store.games), store.calendar
-    index = data.draw(st.sampled_from(games))
-    value = stream.items[index]
-    assert isinstance(value, dict)
-    again = data.draw(st.sampled_from(redeliveries(value)))
-    outcome = store.apply(parse(again))
-    assert outcome.verdict is Verdict.DUPLICATE
-    assert outcome.updates == ()
-    assert (store.states, store.games, store.calendar) == (states, records, calendar)
-    # And inside the stream, anywhere after the original: the same output as without it.
-    at = data.draw(st.integers(index + 1, len(stream.items)))
-    items = [*stream.items[:at], again, *stream.items[at:]]
-    with_redelivery, _ = replay(Stream(stream.seeds, items))
-    assert [u.payload for u in with_redelivery] == [u.payload for u in original]
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(imports=False))
-async def test_rate_writes_the_events_of_the_engine_with_whole_closes(stream: Stream) -> None:
-    """`rating-worker rate` on the stream as a file (its close lines included) writes, byte for
-    byte, what the engine gives with every close line closed whole."""
-    out, dlq = io.BytesIO(), io.StringIO()
-    games = io.BytesIO(b"".join(line(item) + b"\n" for item in stream.items))
-    counts, _ = await rate(new_engine(), stream.seeds, games, out, dlq, 1_000_000)
-    expected, _ = replay(stream)
-    assert out.getvalue() == b"".join(u.payload + b"\n" for u in expected)
-    assert dlq.getvalue() == ""
-    assert counts.close_lines == stream.closes

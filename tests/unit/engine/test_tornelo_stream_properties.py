@@ -3,196 +3,49 @@ for any stream of games, close lines and seeding rows (hypothesis), checked on t
 and on the states it keeps (tornelo.md sections 1-9 and example 20; events-v2.md "Output", "Order
 of the events", "state" and "Seeding rows").
 
-The streams: 5-8 players, games of every category and some unrated controls, rated or not,
-forfeits and aborted games, of several tournaments that overlap, of no tournament
-(`tournament_id` absent or null), and late (their tournament ended); close lines ending the
-tournaments, some twice, some that never had a game; seeding rows first (established,
-provisional and initial ratings, with K modifiers) and now and then an import, forced or not,
-between games.
+These are `tornelo`'s own properties (its periods: where a game is recorded, closes made once,
+a tournament's close independent of the order of its games, imports between games). What holds for every
+system (a replay twice gives the same bytes, a redelivery changes nothing, `seq` gapless, events
+valid and read back as `restore` reads them, the state's Redis encoding, `rate` equal to the
+engine, a close taking some ratings at once) is the contract suite's (tests/unit/contract/),
+over the same streams (tests/support/tornelo_streams.py).
 """
 
-import io
-import json
 import random
 import re
 from collections import defaultdict
-from decimal import Decimal
 from typing import Any, cast
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from schemas.rating_changed_periods import TorneloRatingChanged
-from schemas.rating_changed_v2 import RATING_CHANGED_V2
 from schemas.tornelo_game import TorneloGameFinished
-from tests.support import period_streams
-from tests.support.period_streams import Close, Import, Item, Replayer, Stream, close_of, line, per_key
-from worker.engine.engine import Engine, SeedVerdict, Update, Verdict
-from worker.engine.events_periods import read_tornelo
-from worker.replay.replay import replay as rate
-from worker.rules.hundredths import Hundredths, Points
+from tests.support.period_streams import Close, Import, Item, Stream, close_of
+from tests.support.tornelo_streams import (
+    BOOLEAN,
+    NONE,
+    PLAYER_COUNT,
+    PLAYERS,
+    RATED,
+    RESULTS,
+    Updates,
+    event,
+    game_value,
+    new_store,
+    parse,
+    replay,
+    seed_row,
+    seeded,
+    step,
+    streams,
+    takes_for,
+    tournament_of,
+)
+from worker.engine.engine import SeedVerdict, Update
+from worker.rules.hundredths import Hundredths
 from worker.rules.system import SeedRow
-from worker.rules.tornelo import TorneloRules, TorneloState, parse_seed_row
+from worker.rules.tornelo import TorneloState, parse_seed_row
 from worker.store.state_codec import TORNELO_STATES
-
-PLAYERS = [f"p{i}" for i in range(8)]
-CATEGORIES = ["rapid", "blitz", "bullet"]
-KEYS = [f"{p}/{c}" for p in PLAYERS for c in CATEGORIES]
-# The arena's controls of each category (arena-rules.md), blitz the most often so that players
-# meet each other often in one category; and some it does not rate.
-RATED = {
-    (900, 0): "rapid",
-    (600, 10): "rapid",
-    (180, 0): "blitz",
-    (300, 3): "blitz",
-    (600, 0): "blitz",
-    (60, 0): "bullet",
-    (120, 0): "bullet",
-}
-UNRATED = [(240, 0), (30, 0), (86400, 0), (120, 1)]
-CONTROLS = [*RATED, *[(180, 0), (300, 3), (600, 0)] * 4, *UNRATED]
-TERMINATIONS = [*["checkmate", "resignation", "timeout"] * 3, "stalemate", "draw_agreement", "forfeit", "aborted"]
-RESULTS = ["1-0", "0-1", "1/2-1/2"]
-# Tournament ids, in the order the stream runs them (`.`, `-` and `_` sort before letters and
-# digits in the byte order of keys only where they meet `/`: the ids differ in their own bytes).
-TOURNAMENTS = ["T1", "T2", "T-3", "t4", "T_5", "T1.6"]
-NO_GAMES = "T9"  # a tournament that ends without any game
-NONE = "none"  # a game of no tournament, `tournament_id` null
-ABSENT = "absent"  # a game of no tournament, `tournament_id` left out
-
-# The strategies every draw uses, made once (a strategy made anew at each draw is validated anew).
-PAIRS = {n: st.sampled_from([(w, b) for w in PLAYERS[:n] for b in PLAYERS[:n] if w != b]) for n in range(2, 9)}
-ANY_CONTROL = st.sampled_from(CONTROLS)
-COUNTED_CONTROL = st.sampled_from(list(RATED))
-RESULT = st.sampled_from(RESULTS)
-ANY_TERMINATION = st.sampled_from(TERMINATIONS)
-PLAYED = st.sampled_from(TERMINATIONS[:3])
-TENTHS = st.integers(0, 9)
-BOOLEAN = st.booleans()
-DAY = st.integers(1, 28)
-ANY_TOURNAMENT = st.sampled_from([*TOURNAMENTS, NONE, ABSENT])
-CLOSED = st.sampled_from([*TOURNAMENTS, NO_GAMES])
-
-
-@st.composite
-def game_value(draw: st.DrawFn, i: int, players: int, tournament: str, counted: bool = False) -> dict[str, Any]:
-    """A game's message between two of the first `players`, of `tournament` (or of none: NONE,
-    ABSENT); `counted`: one the arena counts (rated, played, of a rated control)."""
-    white, black = draw(PAIRS[players])
-    base, increment = draw(COUNTED_CONTROL if counted else ANY_CONTROL)
-    value = {
-        "event_id": f"e{i}",
-        "game_id": f"g{i}",
-        "finished_at": f"2026-11-{draw(DAY):02d}T12:00:00Z",  # no rule of tornelo reads it
-        "rated": counted or draw(TENTHS) > 0,
-        "time_control": {"base_seconds": base, "increment_seconds": increment},
-        "white_id": white,
-        "black_id": black,
-        "result": draw(RESULT),
-        "termination": draw(PLAYED if counted else ANY_TERMINATION),
-    }
-    if tournament != ABSENT:
-        value["tournament_id"] = None if tournament == NONE else tournament
-    return value
-
-
-SEED_GAMES = st.one_of(st.integers(0, 40), st.integers(18, 21), st.just(0))
-PROVISIONAL_RATING = st.one_of(st.integers(100, 2700), st.sampled_from([100, 2200, 2201, 2700]))
-ESTABLISHED_RATING = st.one_of(st.integers(100, 3000), st.sampled_from([100, 101, 2200, 2201]))
-K_MODIFIER = st.sampled_from(["", "", "", "1", "1.00", "0.5", "1.50", "0.01", "10", "10.00", "2.25", "0.75"])
-CATEGORY = st.sampled_from(["blitz", "blitz", "blitz", "rapid", "bullet"])  # as the games
-PLAYER = {n: st.sampled_from(PLAYERS[:n]) for n in range(2, 9)}
-
-
-@st.composite
-def seed_row(draw: st.DrawFn, players: int) -> SeedRow:
-    """A valid row of events-v2's tornelo syntax for one of the first `players`, parsed as the
-    seeding file parses it: initial (0 games), provisional (under 20) and established ratings,
-    next to the edges of 20 games and of K's 2200, with K modifiers."""
-    games = draw(SEED_GAMES)
-    rating = draw(PROVISIONAL_RATING if games < 20 else ESTABLISHED_RATING)
-    fields = [draw(PLAYER[players]), draw(CATEGORY), str(rating), str(games), draw(K_MODIFIER)]
-    return parse_seed_row(fields)
-
-
-ROLL = st.integers(0, 19)
-PLAYER_COUNT = st.integers(5, 8)
-AGAIN = st.one_of(st.none(), st.integers(0, len(KEYS) - 1))
-
-
-@st.composite
-def streams(draw: st.DrawFn, imports: bool = True, most: int = 40) -> Stream:
-    """Seeding rows, then games and close lines. The stream runs the tournaments in turn, two at a
-    time (the current one and the next overlap): most games are of one of them, some of no
-    tournament, some of any (late, once ended); most close lines end the current tournament, the
-    others any (again, or one that never had a game)."""
-    players = draw(PLAYER_COUNT)
-    seeds = draw(st.lists(seed_row(players), min_size=2, max_size=12, unique_by=lambda r: r.key))
-    now = 0  # the index in TOURNAMENTS of the stream's current tournament
-    items: list[Item] = []
-    for i in range(draw(st.integers(0, most))):
-        roll = draw(ROLL)
-        if roll < 3:
-            if draw(BOOLEAN):
-                items.append(Close(TOURNAMENTS[now]))
-                now = min(now + 1, len(TOURNAMENTS) - 1)
-            else:
-                items.append(Close(draw(CLOSED)))
-        elif roll == 3 and imports:
-            items.append(Import(draw(seed_row(players)), draw(BOOLEAN), draw(AGAIN)))
-        else:
-            which = draw(TENTHS)  # mostly the current tournament or the next, else any (or none)
-            running = TOURNAMENTS[min(now + which % 2, len(TOURNAMENTS) - 1)]
-            items.append(draw(game_value(i, players, running if which < 7 else draw(ANY_TOURNAMENT))))
-    return Stream(seeds, items)
-
-
-def parse(value: dict[str, Any]) -> TorneloGameFinished:
-    return TorneloGameFinished.model_validate_json(json.dumps(value))
-
-
-TRAINING = 1200  # RATING_TRAINING_RATING: the display of an unrated player
-
-
-def new_engine() -> Engine[TorneloState]:
-    return Engine(TorneloRules(), Points(TRAINING))
-
-
-SYSTEM = Replayer(new_engine, parse)
-new_store, seeded, step, replay = SYSTEM.new_store, SYSTEM.seeded, SYSTEM.step, SYSTEM.replay
-Updates = list[Update[TorneloState]]
-
-
-def event(payload: bytes) -> TorneloRatingChanged:
-    """The event, validated by the contract's one v2 schema (`system` selects tornelo's shape)."""
-    parsed = RATING_CHANGED_V2.validate_json(payload)
-    assert isinstance(parsed, TorneloRatingChanged)
-    return parsed
-
-
-def display(rating: Decimal | None) -> int:
-    return TRAINING if rating is None else int(rating)
-
-
-def takes_for(stream: Stream) -> st.SearchStrategy[list[frozenset[str]]]:
-    """For each close line, the ratings the service's close takes at once."""
-    return period_streams.takes_for(stream, KEYS)
-
-
-def tournament_of(value: dict[str, Any]) -> str | None:
-    tournament = value.get("tournament_id")
-    assert tournament is None or isinstance(tournament, str)
-    return tournament
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams())
-def test_replaying_a_stream_twice_gives_identical_bytes_and_states(stream: Stream) -> None:
-    first, store = replay(stream)
-    second, again = replay(stream)
-    assert [u.payload for u in first] == [u.payload for u in second]
-    assert store.states == again.states
-    assert store.calendar == again.calendar
 
 
 @settings(max_examples=60, deadline=None)
@@ -211,38 +64,6 @@ def test_ending_a_tournament_again_right_after_publishes_nothing_and_changes_no_
         assert [store.close(t) for t in ended] == [[] for _ in ended]
         assert store.states == states
         assert store.calendar == calendar
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_a_close_that_takes_some_ratings_at_once_gives_each_rating_the_events_of_a_whole_close(
-    stream: Stream, data: st.DataObject
-) -> None:
-    """tornelo.md section 9: the others are closed by their next game (its close events first),
-    or when the close is finished; per key, the same events as `rate`'s close lines."""
-    whole, store = replay(stream)
-    partly, other = replay(stream, data.draw(takes_for(stream)))
-    assert per_key(partly) == per_key(whole)
-    assert other.states == store.states
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_each_rating_changes_in_gapless_seq_from_its_previous_rating(stream: Stream, data: st.DataObject) -> None:
-    for takes in (None, data.draw(takes_for(stream))):
-        updates, store = replay(stream, takes)
-        previous: dict[str, TorneloRatingChanged] = {}
-        for update in updates:
-            e = event(update.payload)
-            last = previous.get(update.key)
-            assert e.seq == e.state.seq == (1 if last is None else last.seq + 1)
-            # Unrated is null; an import's rating_before is the previous rating too (events-v2).
-            assert e.rating_before == (None if last is None else last.rating_after)
-            assert e.rating_after == e.state.rating
-            # A whole rating is its own display; unrated, the training rating (events-v2 "Output").
-            assert (e.display_before, e.display_after) == (display(e.rating_before), display(e.rating_after))
-            previous[update.key] = e
-        assert {k: e.seq for k, e in previous.items()} == {k: s.seq for k, s in store.states.items()}
 
 
 def counted_category(value: dict[str, Any]) -> str | None:
@@ -440,21 +261,6 @@ def test_a_state_does_not_grow_with_the_games_of_a_tournament(seeds: list[SeedRo
     assert len(state_1000) - len(state_1) <= 3 * 3 + 5 * 3 + 7
 
 
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_every_event_is_valid_and_its_state_is_what_a_restore_and_redis_keep(
-    stream: Stream, data: st.DataObject
-) -> None:
-    updates, _ = replay(stream, data.draw(takes_for(stream)))
-    for update in updates:
-        e = event(update.payload)  # valid: each kind's null fields, origin, state and detail
-        assert f"{e.player_id}/{e.category}" == update.key
-        published = read_tornelo(update.payload)
-        assert published.key == update.key
-        assert published.state == update.state
-        assert TORNELO_STATES.decode(TORNELO_STATES.encode(update.state)) == update.state
-
-
 def own_row(key: str, state: TorneloState) -> SeedRow:
     """The row of a rated state's own rating, games and modifier, in the contract's syntax."""
     player, category = key.split("/")
@@ -524,62 +330,3 @@ def test_an_import_between_games_is_applied_skipped_or_refused_as_the_contract_s
             assert outcome.update.state == TorneloState(
                 row.rating, row.rated_games, current.seq + 1, modifier, total, current.pending
             )
-
-
-def redeliveries(value: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The same game again, differing at most in what is not a fact (events-v2, "Input"): the
-    event id, an unknown field, the finished_at, `tournament_id` absent for null and back; and
-    conflicting ones: another `tournament_id`, or none for one, or one for none."""
-    same = [
-        dict(value),
-        {**value, "event_id": "again", "unknown": 1},
-        {**value, "finished_at": "2027-06-01T00:00:00Z"},
-    ]
-    without = {k: v for k, v in value.items() if k != "tournament_id"}
-    tournament = tournament_of(value)
-    if tournament is None:
-        same += [without, {**value, "tournament_id": None}]
-        conflicting = [{**value, "tournament_id": "T1"}, {**value, "tournament_id": NO_GAMES}]
-    else:
-        other = "T2" if tournament != "T2" else "T1"
-        conflicting = [{**value, "tournament_id": other}, {**value, "tournament_id": None}, without]
-    return same, conflicting
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(), st.data())
-def test_a_duplicate_changes_nothing_and_publishes_nothing(stream: Stream, data: st.DataObject) -> None:
-    games = [i for i, item in enumerate(stream.items) if isinstance(item, dict)]
-    if not games:
-        return
-    original, store = replay(stream)
-    states, records, calendar = dict(store.states), dict(store.games), store.calendar
-    index = data.draw(st.sampled_from(games))
-    value = stream.items[index]
-    assert isinstance(value, dict)
-    same, conflicting = redeliveries(value)
-    duplicate, conflict = data.draw(st.sampled_from(same)), data.draw(st.sampled_from(conflicting))
-    for again, verdict in ((duplicate, Verdict.DUPLICATE), (conflict, Verdict.CONFLICT)):
-        outcome = store.apply(parse(again))
-        assert outcome.verdict is verdict
-        assert outcome.updates == ()
-        assert (store.states, store.games, store.calendar) == (states, records, calendar)
-    # And inside the stream, anywhere after the original: the same output as without them.
-    at = data.draw(st.integers(index + 1, len(stream.items)))
-    items = [*stream.items[:at], duplicate, conflict, *stream.items[at:]]
-    with_redeliveries, _ = replay(Stream(stream.seeds, items))
-    assert [u.payload for u in with_redeliveries] == [u.payload for u in original]
-
-
-@settings(max_examples=60, deadline=None)
-@given(streams(imports=False))
-async def test_rate_writes_the_events_of_the_engine_with_whole_closes(stream: Stream) -> None:
-    """`rating-worker rate` on the stream as a file (its close lines included) writes, byte for
-    byte, what the engine gives with every close line closed whole."""
-    out, dlq = io.BytesIO(), io.StringIO()
-    games = io.BytesIO(b"".join(line(item) + b"\n" for item in stream.items))
-    counts, _ = await rate(new_engine(), stream.seeds, games, out, dlq, 1_000_000)
-    expected, _ = replay(stream)
-    assert out.getvalue() == b"".join(u.payload + b"\n" for u in expected)
-    assert dlq.getvalue() == ""
-    assert counts.close_lines == stream.closes

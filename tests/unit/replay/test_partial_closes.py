@@ -7,7 +7,7 @@ section 9 and example 16; tornelo.md section 9 and example 20; events-v2 "Order 
 The games go through the store in batches of several (as the worker's batches), so a game whose
 player is closed first by it reads, for fide's held games, its opponents' list ratings through the
 schedule's lookup of the ratings outside the batch. The streams are the property tests' of each
-system (tests/unit/engine/test_{fide,tornelo}_stream_properties.py)."""
+system (tests/support/{fide,tornelo}_streams.py)."""
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.game_finished import GameFinished
+from tests.support import fide_streams as fide
+from tests.support import tornelo_streams as tornelo
 from tests.support.period_streams import Close, per_key
-from tests.unit.engine import test_fide_stream_properties as fide
-from tests.unit.engine import test_tornelo_stream_properties as tornelo
 from worker.engine.engine import CloseOutcome, Engine, GameOutcome, SeedOutcome, Update
 from worker.engine.schedule import Item, SeedItem, apply_in_order
 from worker.replay.closes import close_period, finish_close

@@ -1,0 +1,161 @@
+"""The rating systems the contract suite (tests/unit/contract/) runs over, each with its parts.
+
+`SYSTEMS` is the one list the suite takes its systems from, and `parts` the one place that
+gathers a system's parts: today from the tables keyed by `RATING_SYSTEM` (rules, contract,
+codec, names, traffic generator); once one registry of spec objects replaces them, `parts`
+reads a spec and `SYSTEMS` lists the registry's, and no test changes.
+
+A system's streams are drawn by hypothesis: for `fide` and `tornelo` those their own properties
+draw (tests/support/{fide,tornelo}_streams.py: months, offsets and tournaments at their edges,
+imports between games); for the others the project's traffic generator
+(`worker.embedded.simulations.SIMULATIONS`) from a drawn random seed, with redeliveries mixed
+in, its seeding file parsed as `rate --seed` parses it.
+"""
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Generic, get_args
+
+from hypothesis import strategies as st
+
+from schemas.game_finished import GameFinished
+from tests.support import fide_streams, period_streams, tornelo_streams
+from tests.support.period_streams import Close, Item, Replayer, Stream
+from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.simulations import SIMULATIONS
+from worker.engine.contracts import CONTRACTS, Contract
+from worker.engine.engine import Engine
+from worker.engine.seed_rows import parse_seed_rows
+from worker.rules.hundredths import Points
+from worker.rules.period_system import periodic
+from worker.rules.system import RatingSystem, S
+from worker.rules.systems import RULES
+from worker.settings import SYSTEM_NAMES, System, SystemNames, rebuild_prefix
+from worker.store.protocol import StateCodec
+from worker.store.state_codec import CODECS
+
+TRAINING = 1200  # RATING_TRAINING_RATING's default: the display of an unrated player
+# The exported JSON Schema of each contract version's events (schemas/json/).
+EVENT_SCHEMAS = {1: "arena.rating.changed.v1.schema.json", 2: "arena.rating.changed.v2.schema.json"}
+
+Redeliveries = Callable[[dict[str, Any]], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class SystemParts(Generic[S]):
+    """What the contract suite reads of one system."""
+
+    name: str  # RATING_SYSTEM
+    rules: RatingSystem[S]
+    contract: Contract[S]  # its events' encoding, and the reader `restore` reads them with
+    codec: StateCodec[S]  # its state's Redis encoding
+    names: SystemNames  # its default topics, group and key prefix
+    rebuild_prefix: str  # `rebuild`'s and `switch-over`'s default key prefix
+    simulation: type[ArenaSimulation]  # its traffic generator
+    streams: Callable[[bool], st.SearchStrategy[Stream]]  # its streams, with imports between games or not
+    redeliveries: Redeliveries  # a game's copies that are the same game, and copies that conflict
+
+    def __str__(self) -> str:
+        return self.name  # the id of a parametrized test
+
+    @property
+    def periodic(self) -> bool:
+        return periodic(self.rules)
+
+    @property
+    def event_schema(self) -> str:
+        return EVENT_SCHEMAS[self.contract.version]
+
+    def new_engine(self) -> Engine[S]:
+        return Engine(self.rules, Points(TRAINING))
+
+    def parse(self, value: dict[str, Any]) -> GameFinished:
+        """A game's message as the system's input model reads it."""
+        return self.rules.game_model.model_validate_json(json.dumps(value))
+
+    @property
+    def replayer(self) -> Replayer[S]:
+        return Replayer(self.new_engine, self.parse)
+
+    def keys(self, stream: Stream) -> list[str]:
+        """The ratings a stream may touch: its seeded ones, and its players' in every category."""
+        players = {
+            value[side] for value in stream.items if isinstance(value, dict) for side in ("white_id", "black_id")
+        }
+        found = {row.key for row in stream.seeds} | {f"{p}/{c}" for p in players for c in self.rules.categories}
+        return sorted(found)
+
+    def takes(self, stream: Stream) -> st.SearchStrategy[list[frozenset[str]] | None]:
+        """For each close line, the ratings the service's close takes at once (None: every close
+        whole, as `rate`; and for a system without periods)."""
+        keys = self.keys(stream)
+        if not self.periodic or not keys:
+            return st.none()
+        return period_streams.takes_for(stream, keys)
+
+
+def simulated(
+    simulation: type[ArenaSimulation], rules: RatingSystem[Any], players: int, games: int, seed: int
+) -> Stream:
+    """The generator's seeding file (parsed as `rate --seed` parses it) and `games` games, some
+    delivered twice; its close lines as `Close` items."""
+    sim = simulation(players, seed=seed)
+    seeds = parse_seed_rows("seed.csv", io.StringIO(sim.seed_csv()), rules)
+    items: list[Item] = []
+    for line in sim.game_lines(games, redelivery_share=0.1):
+        value = json.loads(line)
+        items.append(Close(value["period"]) if value.get("control") == "close" else value)
+    return Stream(seeds, items)
+
+
+def simulated_streams(
+    simulation: type[ArenaSimulation], rules: RatingSystem[Any]
+) -> Callable[[bool], st.SearchStrategy[Stream]]:
+    """Streams of the generator: 2-12 players, up to 60 games, from a drawn random seed."""
+
+    def streams(imports: bool) -> st.SearchStrategy[Stream]:  # the generator makes no imports
+        return st.builds(
+            partial(simulated, simulation, rules),
+            players=st.integers(2, 12),
+            games=st.integers(0, 60),
+            seed=st.integers(0, 2**32 - 1),
+        )
+
+    return streams
+
+
+def same_game(value: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A game again, as it was or with another event id (never a fact, contract "Input"); and with
+    `rated` the other way, a v1 fact of every system: a conflicting copy."""
+    return [dict(value), {**value, "event_id": "again"}], [{**value, "rated": not value["rated"]}]
+
+
+# The systems whose streams are their own property tests' (the others': their traffic generator).
+OWN_STREAMS: dict[str, tuple[Callable[[bool], st.SearchStrategy[Stream]], Redeliveries]] = {
+    "fide": (fide_streams.streams, fide_streams.redeliveries),
+    "tornelo": (tornelo_streams.streams, tornelo_streams.redeliveries),
+}
+
+
+def parts(name: str) -> SystemParts[Any]:
+    """A system's parts, from the tables keyed by its name."""
+    rules, simulation = RULES[name], SIMULATIONS[name]
+    streams, redeliveries = OWN_STREAMS.get(name, (simulated_streams(simulation, rules), same_game))
+    return SystemParts(
+        name=name,
+        rules=rules,
+        contract=CONTRACTS[name],
+        codec=CODECS[name],
+        names=SYSTEM_NAMES[name],
+        rebuild_prefix=rebuild_prefix(name),
+        simulation=simulation,
+        streams=streams,
+        redeliveries=redeliveries,
+    )
+
+
+# Every system the suite runs over: the one list (the registry's specs, once there is one).
+SYSTEMS: list[SystemParts[Any]] = [parts(name) for name in get_args(System)]
