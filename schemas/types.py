@@ -47,9 +47,11 @@ Timestamp = Annotated[
     WithJsonSchema({"type": "string", "format": "date-time"}),
 ]
 
-# A number with at most two decimals (ratings, changes, probabilities), exact as Decimal.
+# A number with at most two decimals (ratings, changes, probabilities), exact as Decimal. The
+# JSON Schema says so in words, not with `multipleOf` 0.01: a validator that reads numbers as
+# binary floats (most do) refuses most valid values then (1052.13 is no float multiple of 0.01).
 TwoDecimals = Annotated[
     Decimal,
     Field(decimal_places=2),
-    WithJsonSchema({"type": "number", "multipleOf": 0.01}),
+    WithJsonSchema({"type": "number", "description": "at most two decimals"}),
 ]
