@@ -31,7 +31,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from worker import metrics
 from worker.service import memory_trace
 from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
-from worker.service.health import Health, serve_http, watch_dependencies
+from worker.service.health import serve_http, watch_dependencies
 from worker.service.owner import PrefixOwned
 from worker.service.wiring import IdempotenceRefused, longest_wait, pipeline_for
 from worker.settings import WorkerSettings
@@ -39,6 +39,7 @@ from worker.store.redis_store import RedisStateStore
 from worker.stream import retry
 from worker.stream.consumer import RatingConsumer, WatermarkAhead
 from worker.stream.dead_letters import DeadLetters
+from worker.stream.health import Health
 from worker.stream.retry import KAFKA_JOIN, PERMANENT_KAFKA_ERRORS, retrying
 
 log = logging.getLogger(__name__)
