@@ -7,9 +7,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from worker import metrics
 from worker.stream import retry
 from worker.stream.health import LOOP_BLOCKED_SECONDS, Health
 
@@ -46,8 +45,8 @@ async def _answers(check: Callable[[], Awaitable[object]]) -> bool:
         return False
 
 
-async def serve_http(health: Health, port: int, host: str = "0.0.0.0") -> asyncio.Server:
-    """A minimal HTTP/1.1 server: GET /metrics, /livez, /readyz."""
+async def serve_http(health: Health, exposed: CollectorRegistry, port: int, host: str = "0.0.0.0") -> asyncio.Server:
+    """A minimal HTTP/1.1 server: GET /metrics (what `exposed` collects), /livez, /readyz."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -57,7 +56,7 @@ async def serve_http(health: Health, port: int, host: str = "0.0.0.0") -> asynci
             parts = request.decode("latin-1").split()
             path = parts[1] if len(parts) > 1 else "/"
             if path == "/metrics":
-                status, body, ctype = 200, generate_latest(metrics.EXPOSED), CONTENT_TYPE_LATEST
+                status, body, ctype = 200, generate_latest(exposed), CONTENT_TYPE_LATEST
             elif path in ("/livez", "/readyz"):
                 ok, reason = health.live(time.monotonic()) if path == "/livez" else health.ready()
                 status, body, ctype = (200 if ok else 503), (reason + "\n").encode(), "text/plain; charset=utf-8"

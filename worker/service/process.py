@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from worker import metrics
+from worker.engine.decoder import ErrorKind
 from worker.service import memory_trace
 from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
 from worker.service.health import serve_http, watch_dependencies
@@ -124,11 +125,13 @@ async def serve(settings: WorkerSettings) -> int:
 
 
 async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Progress) -> int:
-    metrics.prepare(settings.rules())
+    rules = settings.rules()
+    metrics.prepare(rules, ErrorKind)
     metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
     health = Health(stall_seconds=settings.stall_seconds)
     metrics.STALL_THRESHOLD.set(settings.stall_seconds)
-    server = await serve_http(health, settings.metrics_port) if settings.metrics_port else None
+    exposed = metrics.exposed(rules.name)
+    server = await serve_http(health, exposed, settings.metrics_port) if settings.metrics_port else None
     try:
         async with pipeline_for(settings) as (pipeline, producer, store):
             consumer = AIOKafkaConsumer(
