@@ -42,7 +42,6 @@ from pathlib import Path
 from schemas.game_finished import GameFinished
 from worker.embedded.simulations import SIMULATIONS
 from worker.engine.engine import Engine, SeedRow
-from worker.engine.schedule import SeedItem, apply_in_order
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
@@ -50,6 +49,7 @@ from worker.rules.hundredths import Hundredths, Points
 from worker.rules.period_system import periodic
 from worker.rules.state import UNSEEN, RatingState
 from worker.rules.systems import RULES
+from worker.store.schedule import SeedItem, apply_in_order
 from worker.store.state_codec import CODECS
 
 # Runs a command and prints its peak RSS: the wrapper is small when it forks, so the child's

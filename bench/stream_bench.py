@@ -80,7 +80,6 @@ from worker.embedded.stack import (
 )
 from worker.engine.decoder import decode_game
 from worker.engine.engine import Engine, Verdict
-from worker.engine.schedule import read_and_plan
 from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Points
 from worker.rules.state import UNSEEN
@@ -88,6 +87,7 @@ from worker.service import memory_trace
 from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.store.redis_store import RedisStore
+from worker.store.schedule import read_and_plan
 from worker.store.state_codec import decode_state, encode_state
 from worker.stream.publisher import Publisher
 

@@ -21,7 +21,9 @@ from pydantic import SecretStr, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
 from worker import metrics
+from worker.engine.decoder import ErrorKind
 from worker.metrics import LATENCY_BUCKETS, LabelValues
+from worker.rules.system import Kind, Skip
 from worker.settings import RulesSettings, SystemNames, WorkerSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,15 +203,20 @@ def render_configuration(settings: type[WorkerSettings] = WorkerSettings) -> str
 
 
 def label_values() -> dict[MetricWrapperBase, dict[str, LabelValues]]:
-    """Every metric's labels with their values: `worker.metrics.LABEL_VALUES`, and the retry
-    operations, which `worker.metrics` cannot import (`worker.stream.retry` imports it)."""
+    """Every metric's labels with the values they take in any deployment: `worker.metrics`'s own,
+    the decoder's error kinds and every system's kinds (in `Kind`'s order), categories (the
+    arena's first) and skip reasons (in `Skip`'s order), which `worker.metrics` is given; and the
+    retry operations, which it cannot import (`worker.stream.retry` imports it)."""
+    from worker.rules.systems import RULES  # noqa: PLC0415
     from worker.stream.retry import OPERATIONS  # noqa: PLC0415  # Kafka and Redis clients load only here
 
     retries: dict[str, LabelValues] = {
         "operation": tuple(op.label for op in OPERATIONS),
         "dependency": tuple(dict.fromkeys(op.dependency for op in OPERATIONS)),
     }
-    return {**metrics.LABEL_VALUES, metrics.RETRIES: retries}
+    categories = dict.fromkeys(c for rules in RULES.values() for c in rules.categories)
+    every = metrics.label_values(error_kinds=ErrorKind, kinds=Kind, categories=categories, skips=Skip)
+    return {**every, metrics.RETRIES: retries}
 
 
 def metrics_of() -> list[MetricWrapperBase]:

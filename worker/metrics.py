@@ -3,25 +3,25 @@
 docs/metrics.md is generated from this module (`rating-worker docs`; `--check` fails when the
 page is stale). Names follow Prometheus conventions: base units (seconds), `_total` for counters.
 
+The values of some labels are not this module's to know: a dead letter's error kind (the
+decoder's) and a rating system's kinds of change, categories and skip reasons. They are passed in
+(`label_values`, `prepare`), so that this module imports nothing else of the worker, and nothing
+here depends on which system runs.
+
 Every series carries a `system` label, the deployment's rating system (RATING_SYSTEM): it is
-added as the metrics are served (`EXPOSED`), not kept in each metric, since one process runs one
-system. The series of a fixed label set are created at 0 for the deployment's system only
-(`prepare`): its kinds, categories and skip reasons; at import, the default system's (the arena's).
+added as the metrics are served (`exposed`), not kept in each metric, since one process runs one
+system. The series of a fixed label set are created at 0 at start-up (`prepare`), for the
+deployment's system only: its kinds, categories and skip reasons.
 """
 
-import contextlib
 import itertools
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import REGISTRY, Collector
-
-from worker.engine.decoder import ErrorKind
-from worker.rules.system import Kind, RatingSystem, Skip
-from worker.rules.systems import RULES
 
 # The values of a label: a fixed set, or (a str) what any value is, for an open set.
 LabelValues = tuple[str, ...] | str
@@ -52,22 +52,17 @@ LATENCY_BUCKETS = (
 
 GAMES_CONSUMED = Counter("rating_games_consumed_total", "Input records consumed, bad ones included")
 GAMES_RATED = Counter("rating_games_rated_total", "Games that changed at least one rating (published an event)")
-# Of every system (`prepare` creates the series of the deployment's own).
-SKIP_REASONS: tuple[str, ...] = tuple(reason.value for reason in Skip)
 GAMES_SKIPPED = Counter(
     "rating_games_skipped_total",
     "Valid games that changed nothing, by reason (not_counted: an unrated player's loss before his count starts)",
     ["reason"],
 )
-DEAD_LETTER_KINDS: tuple[str, ...] = tuple(kind.value for kind in ErrorKind)
 DEAD_LETTERS = Counter(
     "rating_dead_letters_total", "Input records sent to the dead-letter topic, by their error.kind header", ["kind"]
 )
 DEAD_LETTER_FLOOD = Gauge(
     "rating_dead_letter_flood", "1 while more dead letters than RATING_DEAD_LETTER_ALARM_PER_MINUTE arrived in a minute"
 )
-CHANGE_KINDS: tuple[str, ...] = tuple(kind.value for kind in Kind)
-CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(c for rules in RULES.values() for c in rules.categories))
 CHANGES_PUBLISHED = Counter(
     "rating_changes_published_total",
     "Rating changes published and acknowledged, first publications only",
@@ -158,12 +153,10 @@ OFFSETS_MISSING = Counter(
 )
 BUILD = Info("rating_build", "Version of the worker")
 
-# Every label of every metric above with its values, `worker.stream.retry`'s aside (see RETRIES).
-# An Info metric's labels are the keys it is given (`worker.service.process`).
+# Every label of every metric above with its values, but those given to `label_values` (a dead
+# letter's error kind; a system's kinds, categories and skip reasons) and `worker.stream.retry`'s
+# (see RETRIES). An Info metric's labels are the keys it is given (`worker.service.process`).
 LABEL_VALUES: dict[MetricWrapperBase, dict[str, LabelValues]] = {
-    GAMES_SKIPPED: {"reason": SKIP_REASONS},
-    DEAD_LETTERS: {"kind": DEAD_LETTER_KINDS},
-    CHANGES_PUBLISHED: {"kind": CHANGE_KINDS, "category": CATEGORIES},
     REDIS_SECONDS: {"operation": REDIS_OPERATIONS},
     LAG_RECORDS: {"partition": ANY_PARTITION},
     LAG_SECONDS: {"partition": ANY_PARTITION},
@@ -174,54 +167,68 @@ LABEL_VALUES: dict[MetricWrapperBase, dict[str, LabelValues]] = {
 }
 
 
-# The labels of the fixed label sets that depend on the rating system: (metric, label) -> the values
-# a system's rules give it.
-_BY_SYSTEM: dict[tuple[MetricWrapperBase, str], str] = {
-    (GAMES_SKIPPED, "reason"): "skips",
-    (CHANGES_PUBLISHED, "kind"): "kinds",
-    (CHANGES_PUBLISHED, "category"): "categories",
-}
-SYSTEM = ["arena"]  # the deployment's rating system, the value of every series' `system` label
+def label_values(
+    *, error_kinds: Iterable[str], kinds: Iterable[str], categories: Iterable[str], skips: Iterable[str]
+) -> dict[MetricWrapperBase, dict[str, LabelValues]]:
+    """`LABEL_VALUES` with the values given: the dead letters' error kinds (the decoder's
+    `ErrorKind`), and the kinds of change, categories and skip reasons of one rating system (the
+    deployment's, for `prepare`) or of every system (the docs page)."""
+    return {
+        GAMES_SKIPPED: {"reason": tuple(map(str, skips))},
+        DEAD_LETTERS: {"kind": tuple(map(str, error_kinds))},
+        CHANGES_PUBLISHED: {"kind": tuple(map(str, kinds)), "category": tuple(map(str, categories))},
+        **LABEL_VALUES,
+    }
 
 
-def prepare(rules: RatingSystem[Any]) -> None:
-    """Make the series of a fixed label set be those of `rules`' system, each at 0 from start-up
-    (an alert on `increase()` or `== 0` sees a counter that never moved, and the first increment
-    is an increase it can see), and label every series with the system."""
-    SYSTEM[0] = rules.name
-    for metric, labels in LABEL_VALUES.items():
-        values = list(labels.values())
-        if metric is BUILD or not all(isinstance(v, tuple) for v in values):
+class SystemLabels(Protocol):
+    """What the metrics need of a rating system (a `worker.rules.system.RatingSystem` is one)."""
+
+    @property
+    def categories(self) -> Iterable[str]: ...
+
+    @property
+    def kinds(self) -> Iterable[str]: ...
+
+    @property
+    def skips(self) -> Iterable[str]: ...
+
+
+def prepare(system: SystemLabels, error_kinds: Iterable[str]) -> None:
+    """Create each series of a fixed label set of `system` (and of the dead letters' `error_kinds`)
+    at 0 (an alert on `increase()` or `== 0` sees a counter that never moved, and the first
+    increment is an increase it can see), and remove any other (another system's, if a process
+    prepared one before: the tests)."""
+    values = label_values(error_kinds=error_kinds, kinds=system.kinds, categories=system.categories, skips=system.skips)
+    for metric, labels in values.items():
+        fixed = [v for v in labels.values() if isinstance(v, tuple)]
+        if len(fixed) < len(labels):  # an open set (a partition's number), or an Info metric's keys
             continue
+        wanted = list(itertools.product(*fixed))
+        for combination in wanted:
+            metric.labels(*combination)
         names = list(labels)
-        own = [
-            tuple(str(v) for v in getattr(rules, _BY_SYSTEM[(metric, name)]))
-            if (metric, name) in _BY_SYSTEM
-            else labels[name]
-            for name in names
-        ]
-        wanted = set(itertools.product(*own))
-        for combination in itertools.product(*values):
-            if combination in wanted:
-                metric.labels(*combination)
-            else:
-                with contextlib.suppress(KeyError):  # another system's series, if it was created
-                    metric.remove(*combination)
+        present = {tuple(s.labels[n] for n in names) for family in metric.collect() for s in family.samples}
+        for combination in present - set(wanted):
+            metric.remove(*combination)
 
 
 class _WithSystem(Collector):
     """Every sample of the default registry with the `system` label first."""
 
+    def __init__(self, system: str) -> None:
+        self.system = system
+
     def collect(self) -> Iterator[Metric]:
         for metric in REGISTRY.collect():
             labelled = Metric(metric.name, metric.documentation, metric.type, metric.unit)
-            labelled.samples = [s._replace(labels={"system": SYSTEM[0], **s.labels}) for s in metric.samples]
+            labelled.samples = [s._replace(labels={"system": self.system, **s.labels}) for s in metric.samples]
             yield labelled
 
 
-# What /metrics serves (`worker.service.health`).
-EXPOSED = CollectorRegistry(auto_describe=False)
-EXPOSED.register(_WithSystem())
-
-
-prepare(RULES["arena"])
+def exposed(system: str) -> CollectorRegistry:
+    """What /metrics serves (`worker.service.health`): the default registry, each sample labelled
+    with `system` (the deployment's, RATING_SYSTEM)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_WithSystem(system))
+    return registry

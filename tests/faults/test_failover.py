@@ -32,11 +32,11 @@ from tests.support.stack import Stack, require_local
 from worker.embedded.simulation import ArenaSimulation
 from worker.embedded.stack import RedisServer
 from worker.engine.engine import SeedRow
-from worker.engine.schedule import Item, SeedItem
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths
 from worker.store import keys
 from worker.store.redis_store import RedisStore, StoreUntrusted
+from worker.store.schedule import Item, SeedItem
 from worker.store.state_codec import decode_state
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher

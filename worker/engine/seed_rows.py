@@ -7,8 +7,9 @@ Reading the file itself is `worker.replay.seed_file`'s: this module parses text.
 """
 
 import csv
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from worker.rules.system import RatingSystem, SeedRow
 
@@ -17,10 +18,10 @@ class SeedFileError(Exception):
     """The seeding file is refused whole; the message names the file, the line and the reason."""
 
 
-def parse_seed_rows(path: Path | str, f: TextIO, rules: RatingSystem[Any]) -> list[SeedRow]:
-    """The rows of an open seeding file of `rules`' system (`path` names it in errors);
-    SeedFileError refuses it whole."""
-    reader = csv.reader(f, strict=True)
+def parse_seed_rows(path: Path | str, lines: Iterable[str], rules: RatingSystem[Any]) -> list[SeedRow]:
+    """The rows of the lines of a seeding file of `rules`' system (the caller reads it: an open
+    file is its lines; `path` names it in errors); SeedFileError refuses it whole."""
+    reader = csv.reader(lines, strict=True)
     header = next(reader, None)
     expected = list(rules.seed_header)
     if header != expected:

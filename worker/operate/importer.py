@@ -10,9 +10,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from worker.engine.engine import SeedOutcome, SeedRow, SeedVerdict
-from worker.engine.schedule import SeedItem
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
+from worker.store.schedule import SeedItem
 
 log = logging.getLogger(__name__)
 CHUNK = 500  # rows per atomic step: big enough to be fast, small enough to show progress

@@ -49,7 +49,6 @@ from redis.asyncio import Redis
 from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, decode_as, decode_input
 from worker.engine.engine import Engine, SeedRow
-from worker.engine.schedule import SeedItem, apply_in_order
 from worker.operate.applied_copy import Copy, Decided, Placed, decide, digest_of, rated_facts
 from worker.operate.external_sort import ExternalSort
 from worker.operate.redis_ops import CHUNK, connected, matching_keys, read_states, unlink_all, with_retry, write_states
@@ -61,6 +60,7 @@ from worker.rules.system import RatingSystem, S
 from worker.service.owner import own_prefix
 from worker.settings import KEY_PATTERN_CHARS, SYSTEM_NAMES, WorkerSettings
 from worker.store import records
+from worker.store.schedule import SeedItem, apply_in_order
 from worker.store.state_codec import CODECS
 
 log = logging.getLogger(__name__)

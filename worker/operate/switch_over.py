@@ -35,7 +35,6 @@ from typing import Any
 from redis.asyncio import Redis
 
 from worker.engine.engine import Engine, SeedOutcome, SeedRow, SeedVerdict
-from worker.engine.schedule import SeedItem
 from worker.operate.applied_copy import applied_games
 from worker.operate.rebuild import REBUILD_META, apply_all, check_prefix, history_order, read_history, same
 from worker.operate.redis_ops import CHUNK, connected, rating_keys, read_states, with_retry
@@ -45,6 +44,7 @@ from worker.service.owner import own_prefix
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
 from worker.store import keys, records
+from worker.store.schedule import SeedItem
 from worker.store.state_codec import CODECS
 
 ROUNDS = 5  # rounds for ratings that moved while they were compared

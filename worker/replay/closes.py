@@ -10,9 +10,9 @@ writes states the way the worker's batches do.
 from collections.abc import Callable, Iterable
 
 from worker.engine.engine import CloseOutcome, Engine, Update
-from worker.engine.schedule import CloseItem, apply_in_order
 from worker.replay.memory_store import MemoryStore
 from worker.rules.system import S
+from worker.store.schedule import CloseItem, apply_in_order
 
 # Ratings closed per batch: as many as a chunk of `rate`'s games (see worker.replay.replay).
 CLOSE_BATCH = 64

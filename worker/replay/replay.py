@@ -1,7 +1,7 @@
 """Offline replay: `rating-worker rate` — games from a JSON-lines file, rating changes out.
 
 The lines are read in chunks; each chunk's games go through the same steps as the streaming
-worker's batches (`worker.engine.schedule.apply_in_order`: read a snapshot, plan with the
+worker's batches (`worker.store.schedule.apply_in_order`: read a snapshot, plan with the
 engine in order, apply by check-and-set) over the store in memory, and the chunk's events
 and dead letters are written in the order of its lines. Streams its input: memory grows with
 the ratings and the distinct games seen (see `MemoryBackend`), never with the file size.
@@ -24,11 +24,11 @@ from typing import Any, BinaryIO, TextIO
 from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, ErrorKind, decode_line
 from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Update, Verdict
-from worker.engine.schedule import SeedItem, apply_in_order
 from worker.replay.closes import close_period
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.replay.progress import Progress
 from worker.rules.system import S
+from worker.store.schedule import SeedItem, apply_in_order
 
 # Lines (and seeding rows) per chunk: enough that a chunk's fixed costs (a snapshot, one apply)
 # vanish per game, few enough that its games, plans and events stay in the processor's caches

@@ -29,9 +29,10 @@ from typing import Any, TypeVar
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from worker import metrics
+from worker.engine.decoder import ErrorKind
 from worker.service import memory_trace
 from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
-from worker.service.health import Health, serve_http, watch_dependencies
+from worker.service.health import serve_http, watch_dependencies
 from worker.service.owner import PrefixOwned
 from worker.service.wiring import IdempotenceRefused, longest_wait, pipeline_for
 from worker.settings import WorkerSettings
@@ -39,6 +40,7 @@ from worker.store.redis_store import RedisStateStore
 from worker.stream import retry
 from worker.stream.consumer import RatingConsumer, WatermarkAhead
 from worker.stream.dead_letters import DeadLetters
+from worker.stream.health import Health
 from worker.stream.retry import KAFKA_JOIN, PERMANENT_KAFKA_ERRORS, retrying
 
 log = logging.getLogger(__name__)
@@ -123,11 +125,13 @@ async def serve(settings: WorkerSettings) -> int:
 
 
 async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Progress) -> int:
-    metrics.prepare(settings.rules())
+    rules = settings.rules()
+    metrics.prepare(rules, ErrorKind)
     metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
     health = Health(stall_seconds=settings.stall_seconds)
     metrics.STALL_THRESHOLD.set(settings.stall_seconds)
-    server = await serve_http(health, settings.metrics_port) if settings.metrics_port else None
+    exposed = metrics.exposed(rules.name)
+    server = await serve_http(health, exposed, settings.metrics_port) if settings.metrics_port else None
     try:
         async with pipeline_for(settings) as (pipeline, producer, store):
             consumer = AIOKafkaConsumer(

@@ -33,13 +33,13 @@ from redis.exceptions import RedisError
 from worker import metrics
 from worker.engine.decoder import BadInput, ErrorKind, decode_input
 from worker.engine.engine import GameOutcome, Verdict
-from worker.engine.schedule import Item, Replayed, game_of
-from worker.service.health import Health
 from worker.store import keys
 from worker.store.protocol import Watermark
 from worker.store.redis_store import RedisStateStore
+from worker.store.schedule import Item, Replayed, game_of
 from worker.stream import unreadable
 from worker.stream.dead_letters import DeadLetter, DeadLetters, Source
+from worker.stream.health import Health
 from worker.stream.pipeline import Pipeline
 from worker.stream.retry import KAFKA_READ, REDIS_COMMAND, REDIS_READ, retrying
 

@@ -35,9 +35,9 @@ from typing import Generic
 
 from worker import metrics
 from worker.engine.engine import Engine
-from worker.engine.schedule import Item, Planned, read_and_plan, unapplied
 from worker.rules.system import S
 from worker.store.protocol import Claimed, Store, Watermark
+from worker.store.schedule import Item, Planned, read_and_plan, unapplied
 from worker.stream.publisher import Publisher
 from worker.stream.retry import REDIS_ACK, REDIS_APPLY, REDIS_CLAIM, REDIS_READ, REDIS_WAIT, retrying
 

@@ -17,7 +17,6 @@ from schemas.game_finished import GameFinished
 from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
 from worker.engine.engine import Engine
-from worker.engine.schedule import plan
 from worker.replay.seed_file import read_seed_file
 from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Hundredths, Points
@@ -25,6 +24,7 @@ from worker.rules.state import UNSEEN, RatingState
 from worker.store import keys
 from worker.store.protocol import StateWrite, Write
 from worker.store.redis_store import RedisStore
+from worker.store.schedule import plan
 from worker.store.state_codec import decode_state
 
 pytestmark = pytest.mark.integration

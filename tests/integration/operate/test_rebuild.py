@@ -21,7 +21,6 @@ from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from worker.engine.decoder import BadInput, decode_game
 from worker.engine.engine import Engine
-from worker.engine.schedule import SeedItem, apply_in_order
 from worker.operate.rebuild import apply_all, history_order
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.replay.seed_file import read_seed_file
@@ -29,6 +28,7 @@ from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.state import UNSEEN
 from worker.store import records
+from worker.store.schedule import SeedItem, apply_in_order
 from worker.store.state_codec import decode_state, encode_state
 
 REPO = Path(__file__).resolve().parents[3]

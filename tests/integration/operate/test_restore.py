@@ -16,8 +16,8 @@ from tests.support.games import ENGINE
 from tests.support.kafka import Record, produce, read_topic
 from tests.support.stack import Stack
 from worker.engine.decoder import decode_game
-from worker.engine.schedule import plan
 from worker.store.redis_store import RedisStore
+from worker.store.schedule import plan
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE, SAMPLE_SEED = REPO / "samples/games.jsonl", REPO / "samples/seed.csv"

@@ -22,9 +22,9 @@ from tests.support import fide_streams as fide
 from tests.support import tornelo_streams as tornelo
 from tests.support.period_streams import Close, per_key
 from worker.engine.engine import CloseOutcome, Engine, GameOutcome, SeedOutcome, Update
-from worker.engine.schedule import Item, SeedItem, apply_in_order
 from worker.replay.closes import close_period, finish_close
 from worker.replay.memory_store import MemoryBackend, MemoryStore
+from worker.store.schedule import Item, SeedItem, apply_in_order
 
 BATCH = 4  # games applied together, as one batch of the worker
 

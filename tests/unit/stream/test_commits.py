@@ -6,8 +6,8 @@ from collections import deque
 
 from aiokafka import TopicPartition
 
-from worker.service.health import Health
 from worker.stream.consumer import RatingConsumer, _Done
+from worker.stream.health import Health
 
 P0, P1 = TopicPartition("games", 0), TopicPartition("games", 1)
 

@@ -8,10 +8,10 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from tests.support.games import ENGINE, make_game, rating, seed_write
-from worker.engine.schedule import Item
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.state import UNSEEN, RatingState
 from worker.store.protocol import Claimed, Write
+from worker.store.schedule import Item
 from worker.stream.pipeline import Pipeline, settled
 from worker.stream.publisher import Publisher
 

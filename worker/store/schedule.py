@@ -6,7 +6,9 @@ the same order, each checked against the seq it was computed from. So games touc
 player are applied in the order they were consumed, and games that share no player cost
 no extra round trip. `apply_in_order` does the whole of it over any `StateStore` for a caller
 that publishes nothing itself (the offline replay, the rebuild); the streaming worker's
-`worker.stream.pipeline` adds publication and waits for other processes' leases.
+`worker.stream.pipeline` adds publication and waits for other processes' leases. (`plan` itself
+is pure; the module sits in the store layer because its callers' steps read and apply through a
+store, which the engine never does.)
 
 A per-period system's items also include the close of one rating for a period (`CloseItem`),
 computed by the engine like a game; its games and closes read the calendar of the snapshot, and

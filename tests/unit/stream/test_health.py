@@ -1,6 +1,6 @@
 """Liveness and readiness decisions, with time passed in."""
 
-from worker.service.health import LOOP_BLOCKED_SECONDS, Health
+from worker.stream.health import LOOP_BLOCKED_SECONDS, Health
 
 
 def healthy(stall: float = 100.0) -> Health:
