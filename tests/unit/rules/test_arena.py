@@ -1,4 +1,4 @@
-"""The arena's rules (worker.rules.arena) against arena-rules.md and the seed document.
+"""The arena's rules (worker.rules.arena) against docs/systems/arena.md ("Rules and readings") and the seed document.
 
 Ratings are integer hundredths (180000 = 1800.00); every expected value is worked out by hand
 in a comment from the spec's formulae and Table A / Table B.
@@ -90,7 +90,7 @@ def game(
     )
 
 
-# --- Worked examples of arena-rules.md, one test each ---------------------------------------
+# --- Worked examples of docs/systems/arena.md ("Rules and readings"), one test each ---------
 
 
 def test_example_1_blitz_1800_beats_1700_gives_plus_7_20_and_minus_7_20() -> None:

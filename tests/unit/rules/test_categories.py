@@ -1,10 +1,12 @@
-"""Each rated time control of arena-rules.md maps to its category; every other one is unrated."""
+"""Each rated time control of docs/systems/arena.md ("Rules and readings") maps to its category; every other
+one is unrated."""
 
 import pytest
 
 from worker.rules.categories import Category, category_of
 
-# The table of arena-rules.md "Categories", copied as written ("M+S": M minutes, S seconds).
+# The table of docs/systems/arena.md, "Rules and readings" (Categories), copied as written
+# ("M+S": M minutes, S seconds).
 RATED = {
     Category.RAPID: "15+0, 25+0, 45+0, 10+10, 15+10, 25+10, 45+10",
     Category.BLITZ: "3+0, 5+0, 10+0, 3+2, 3+3, 5+3",
@@ -49,5 +51,5 @@ def test_a_time_control_not_in_the_table_has_no_category(base_seconds: int, incr
 
 
 def test_category_names_are_the_contracts() -> None:
-    # events.md: category is "rapid", "blitz" or "bullet".
+    # docs/contract.md, "Output: `arena.rating.changed.v1`": category is "rapid", "blitz" or "bullet".
     assert [str(c) for c in Category] == ["rapid", "blitz", "bullet"]

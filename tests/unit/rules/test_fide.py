@@ -1,8 +1,8 @@
-"""FIDE's per-month rules, the arithmetic alone (no engine): the worked examples of fide-period.md
-section 11 that are numbers of one rating (2 to 7, 11), each written from the reading's tables, the
-seeding rows of events-v2.md ("Seeding rows", fide), and a state's size under many games counted
-at once (example 16). The examples through games and closes are
-tests/unit/engine/test_fide_examples.py's."""
+"""FIDE's per-month rules, the arithmetic alone (no engine): the worked examples that are numbers of
+one rating (2 to 7 and 11, numbered as in the comments and tests' names below), each written from the
+rules of docs/systems/fide.md ("Rules and readings"), the seeding rows (docs/systems/fide.md, "Seeding
+rows"), and a state's size under many games counted at once (example 16). The examples through games
+and closes are tests/unit/engine/test_fide_examples.py's."""
 
 import pytest
 
@@ -385,7 +385,7 @@ RECORD_MS = 1_795_953_600_000
 def test_the_future_check_refuses_a_game_later_than_its_records_timestamp_plus_the_allowance(
     finished_at: str, refused: bool
 ) -> None:
-    """fide-period.md section 4 (F22): finished_at later than the record's timestamp plus
+    """docs/systems/fide.md, "Input": finished_at later than the record's timestamp plus
     RATING_FUTURE_ALLOWANCE_SECONDS (3600) is bad input; exactly that much later is valid; a
     record without a timestamp (-1) and a line of `rate` (none) are not checked."""
     game = SystemGameFinished.model_validate({**VALID_GAME, "finished_at": finished_at})
@@ -411,7 +411,7 @@ def test_a_late_game_is_recorded_in_the_oldest_open_month() -> None:
     assert FideRules().recorded_in(game, "2026-09") == "2026-10"
 
 
-# --- seeding rows (events-v2.md, "Seeding rows": fide)
+# --- seeding rows (docs/systems/fide.md, "Seeding rows")
 
 
 @pytest.mark.parametrize(

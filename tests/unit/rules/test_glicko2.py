@@ -1,7 +1,8 @@
-"""Glicko-2 game by game (glicko2.md): Glickman's vector, lichess's vectors and the worked examples
-W1-W8 of section 12, each written from the page's tables (never from the code's output), through
-the functions the service runs (`pre_game`, `rating_period`, `rate`, `refusal`, `elapsed_days`,
-`parse_seed_row`, `rounded`); and the seeding rows of events-v2.md ("Seeding rows", `glicko2`)."""
+"""Glicko-2 game by game (docs/systems/glicko2.md, "Rules and readings"): Glickman's vector, lichess's
+vectors and worked examples W1-W8 (numbered in the comments below), each written out by hand (never
+from the code's output), through the functions the service runs (`pre_game`, `rating_period`, `rate`,
+`refusal`, `elapsed_days`, `parse_seed_row`, `rounded`); and the seeding rows (docs/systems/glicko2.md,
+"Seeding rows")."""
 
 import math
 from datetime import UTC, datetime
@@ -263,7 +264,7 @@ def test_step_1_limits_the_values_a_game_uses() -> None:
     assert pre_game(1500.0, 600.0, 0.05, 0.0).deviation == 500.0
 
 
-# --- section 5 and W7: instants, elapsed times, the two checks of finished_at
+# --- W7 (docs/systems/glicko2.md, "Input"): instants, elapsed times, the two checks of finished_at
 
 RECORD = ms(2026, 11, 29, 12)  # 2026-11-29T12:00:00.000Z
 
@@ -351,7 +352,7 @@ def test_last_rated_at_moves_to_a_later_or_equal_instant_never_back() -> None:
     assert rate(played, NEW, later, "1-0")[0].after.last_rated_at == later
 
 
-# --- W8 and events-v2's seeding rows
+# --- W8: the seeding rows (docs/systems/glicko2.md, "Seeding rows")
 
 HEADER = ["player_id", "category", "rating", "rated_games", "deviation", "volatility"]
 

@@ -37,9 +37,9 @@ def test_round_half_up_refuses_a_non_positive_denominator(denominator: int) -> N
 @pytest.mark.parametrize(
     ("hundredths", "shown"),
     [
-        (221550, 2216),  # 2215.50 -> 2216 (arena-rules.md "Numbers"; rules 12)
-        (179960, 1800),  # 1799.60 -> 1800 (rules 13)
-        (180020, 1800),  # 1800.20 -> 1800 (rules 13)
+        (221550, 2216),  # 2215.50 -> 2216 (docs/systems/arena.md, "Rules and readings": Numbers)
+        (179960, 1800),  # 1799.60 -> 1800 (the same; its worked example 3)
+        (180020, 1800),  # 1800.20 -> 1800 (the same; its worked example 3)
         (180049, 1800),  # 1800.49 -> 1800
         (180050, 1801),  # 1800.50 -> 1801
         (180000, 1800),
@@ -57,8 +57,8 @@ def test_display_rounds_the_rating_to_an_integer_half_upwards(hundredths: int, s
         (180020, "1800.20"),
         (180000, "1800.00"),
         (720, "7.20"),
-        (-720, "-7.20"),  # events.md: "-7.20"
-        (64, "0.64"),  # events.md: "0.64"
+        (-720, "-7.20"),  # docs/contract.md, "Encoding": "-7.20"
+        (64, "0.64"),  # docs/contract.md, "Encoding": "0.64"
         (5, "0.05"),
         (-5, "-0.05"),
         (0, "0.00"),

@@ -31,7 +31,7 @@ TABLE_A_TEXT = """
 """
 
 # Table B as printed in the seed: "D-range H L", one bin a line (sorted by D; the seed prints
-# two bins a row). arena-rules.md lists the same bins and H values.
+# two bins a row). docs/systems/arena.md ("Rules and readings": Tables) names it FIDE's table 8.1b.
 TABLE_B_TEXT = """
 0-3 .50 .50
 4-10 .51 .49
@@ -118,7 +118,7 @@ EDGES = [(d, high, low) for lower, upper, high, low in TABLE_B for d in (lower, 
 def test_typed_tables_are_complete_and_consistent() -> None:
     # A check on the literals above, so that a typing slip cannot pass silently.
     assert sorted(TABLE_A) == list(range(101))
-    assert len(TABLE_B) == 50  # + the "> 735" bin = the 51 bins of arena-rules.md
+    assert len(TABLE_B) == 50  # + the "> 735" bin = Table B's 51 bins
     assert TABLE_B[0][0] == 0
     assert TABLE_B[-1][1] == 735
     for (_, upper, high, _), (lower, _, next_high, _) in pairwise(TABLE_B):
@@ -133,7 +133,8 @@ def test_table_a_gives_the_printed_dp_for_every_p(p: int, dp: int) -> None:
 
 
 def test_table_a_examples_of_the_rules() -> None:
-    # arena-rules.md: p = .1 -> -366, .2 -> -240, .3 -> -149, .4 -> -72; p = .5 -> 0.
+    # docs/systems/arena.md, "Rules and readings" (qualifying): p = .1 -> -366, .2 -> -240, .3 -> -149,
+    # .4 -> -72; p = .5 -> 0.
     assert [dp_for(Hundredths(p)) for p in (10, 20, 30, 40, 50)] == [-366, -240, -149, -72, 0]
 
 
@@ -164,7 +165,7 @@ def test_table_b_every_whole_d_up_to_735_falls_in_its_printed_bin(d: int) -> Non
 
 @pytest.mark.parametrize("d", [736, 737, 800, 1000, 2400, 10_000])
 def test_table_b_above_735_gives_1_00_and_0_00(d: int) -> None:
-    # No 400-point cap (arena-rules.md): "> 735" is 1.00 / .00.
+    # No 400-point cap (docs/systems/arena.md, "Rules and readings": Tables): "> 735" is 1.00 / .00.
     assert pd_higher(Points(d)) == ABOVE_735[0]
     assert expected_scores(Hundredths(100_000 + d * 100), Hundredths(100_000)) == ABOVE_735
 

@@ -1,10 +1,11 @@
-"""Tornelo's rules, the arithmetic directly (tornelo.md sections 5-8 and 10, worked examples 1, 4,
-8 and 12): the expected score E against the spec's table and against an exact computation of
-every difference from -3000 to 3000, the change formula on given score differences, the floor,
-the provisional clamps, the seeding rows (events-v2.md, "Seeding rows"; example 19's refused
-rows), and a state that stays the same size however many games a tournament has. Every expected
-number is the spec's (or follows from its formula by hand, as commented). The examples that need
-games, closes and events are tests/unit/engine/test_tornelo_examples.py's."""
+"""Tornelo's rules, the arithmetic directly (docs/systems/tornelo.md, "Rules and readings"; worked
+examples 1, 4, 8 and 12, numbered as in the tests' names): the expected score E against the spec's
+table and against an exact computation of every difference from -3000 to 3000, the change formula
+on given score differences, the floor, the provisional clamps, the seeding rows
+(docs/systems/tornelo.md, "Seeding rows"; example 19's refused rows), and a state that stays the
+same size however many games a tournament has. Every expected number is the spec's (or follows
+from its formula by hand, as commented). The examples that need games, closes and events are
+tests/unit/engine/test_tornelo_examples.py's."""
 
 import json
 from decimal import ROUND_FLOOR, Decimal, localcontext
@@ -188,7 +189,7 @@ def test_example_12_the_rated_opponent_of_an_unrated_player_counts_nothing() -> 
     assert change.after == established(300)
 
 
-# --- seeding rows (events-v2.md, "Seeding rows"; example 19)
+# --- seeding rows (docs/systems/tornelo.md, "Seeding rows"; example 19: refused rows)
 
 
 def row(text: str) -> SeedRow:
@@ -226,7 +227,8 @@ def test_valid_seeding_rows(text: str, rating: int, games: int, modifier: int) -
         ("x,rapid,90,20,", "rating"),
         ("x,rapid,1800,40,0.00", "k_modifier"),
         ("x,rapid,1800,40,10.01", "k_modifier"),
-        # The syntax of events-v2's rows: a rating of digits only, an integer count, a decimal modifier.
+        # The syntax of docs/systems/tornelo.md, "Seeding rows": a rating of digits only, an integer count,
+        # a decimal modifier.
         ("x,rapid,1800.00,40,", "rating"),
         ("x,rapid,1800.5,40,", "rating"),
         ("x,rapid,-100,40,", "rating"),

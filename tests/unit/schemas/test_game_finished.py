@@ -1,4 +1,4 @@
-"""The input schema against events.md: GameFinished is strict."""
+"""The input schema against docs/contract.md ("Input: `arena.game.finished.v1`"): GameFinished is strict."""
 
 import json
 from typing import Any
@@ -215,7 +215,8 @@ def test_other_terminations_are_invalid(termination: Any) -> None:
 
 
 def test_no_consistency_between_result_and_termination_is_checked() -> None:
-    # events.md: "no consistency with result is checked".
+    # docs/contract.md, "Input: `arena.game.finished.v1`": the termination's "consistency with `result` is not
+    # checked".
     assert parse(result="1/2-1/2", termination="checkmate").result == "1/2-1/2"
     assert parse(result="1-0", termination="stalemate").termination == "stalemate"
 

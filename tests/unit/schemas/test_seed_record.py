@@ -1,4 +1,5 @@
-"""The seeding row's schema against events.md: SeedRecord bounds a seeding row."""
+"""The seeding row's schema against docs/contract.md ("Seeding established ratings"): SeedRecord bounds a
+seeding row."""
 
 from decimal import Decimal
 from typing import Any

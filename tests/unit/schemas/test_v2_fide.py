@@ -1,7 +1,8 @@
 """Contract v2's models for `fide`: the contract's example events validate through the one v2
 schema (`system` selects the shape), and so does an event of every kind written from the kinds
 table; events whose fields do not match their kind are refused; the seeding row and the close line
-hold the contract's constraints (events-v2.md; fide-period.md, examples 5, 7, 8, 13, 17)."""
+hold the contract's constraints (docs/contract-v2.md; docs/systems/fide.md;
+examples 5, 7, 8, 13 and 17, numbered as in the comments below)."""
 
 import json
 from decimal import Decimal
@@ -16,7 +17,8 @@ from schemas.rating_changed_periods import FideRatingChanged, TorneloRatingChang
 from schemas.rating_changed_v2 import RATING_CHANGED_V2
 from schemas.seed_record_fide import FideSeedRecord
 
-# The contract's fide example (events-v2.md, "Examples, byte for byte"): A's period_game, then A's close.
+# The contract's fide example (docs/systems/fide.md, "State and events, with an example"): A's period_game,
+# then A's close.
 A_GAME = (
     '{"event_id":"g1/A","system":"fide","game_id":"g1","source_event_id":"e-g1","player_id":"A","opponent_id":"B",'
     '"category":"blitz","kind":"period_game","score":1,"rating_before":2000.00,"rating_after":2000.00,'
@@ -107,7 +109,8 @@ def close(player: str, kind: str, before: float | None, after: float | None, seq
     return json.dumps(event)
 
 
-# One event of every kind, from the kinds table and fide-period.md's examples.
+# One event of every kind, from the kinds table (docs/systems/fide.md, "State and events, with an example")
+# and fide's worked examples (numbered as below).
 HAND_WRITTEN = {
     # Example 8: A 1405 loses to B 1405: -10 -> 1395, below 1400: lost.
     "rating_lost": close(
@@ -476,7 +479,7 @@ def test_a_seeding_row_from_json_takes_digits_only() -> None:
         FideSeedRecord.model_validate_json(row % b"1800.00")
 
 
-# --- close lines (fide-period.md, example 17) -----------------------------------------------
+# --- close lines (docs/systems/fide.md, "Input") ---------------------------------------------
 
 
 @pytest.mark.parametrize(

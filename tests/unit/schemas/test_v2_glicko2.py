@@ -12,7 +12,8 @@ from pydantic import ValidationError
 from schemas.rating_changed_v2 import RATING_CHANGED_V2, CcRatingChanged, Glicko2RatingChanged
 from schemas.seed_record_glicko2 import Glicko2SeedRecord
 
-# The contract's glicko2 example (events-v2.md, "Examples, byte for byte"): carol seeded, alice's game.
+# The contract's glicko2 example (docs/systems/glicko2.md, "State and events, with an example"): carol
+# seeded, alice's game.
 CAROL = (
     '{"event_id":"import/carol/blitz/1","system":"glicko2","game_id":null,"source_event_id":null,'
     '"player_id":"carol","opponent_id":null,"category":"blitz","kind":"imported","score":null,'

@@ -1,8 +1,8 @@
 """Contract v2's models for `tornelo`: the contract's example events validate through the one v2
 schema, and so does an event of every kind written from the kinds table (a close or a one-game
 event); events whose fields do not match their kind are refused; the seeding row, the close line
-and the game input hold the contract's constraints (events-v2.md; tornelo.md, examples 9, 13-16,
-19, 22)."""
+and the game input hold the contract's constraints (docs/contract-v2.md;
+docs/systems/tornelo.md; examples 9, 13-16, 19 and 22, numbered as in the comments below)."""
 
 import json
 from decimal import Decimal
@@ -19,7 +19,8 @@ from schemas.seed_record_tornelo import TorneloSeedRecord
 from schemas.tornelo_game import TorneloGameFinished
 from tests.support.contract import VALID_GAME
 
-# The contract's tornelo example (events-v2.md, "Examples, byte for byte"): A's period_game in T1, then T1 ends.
+# The contract's tornelo example (docs/systems/tornelo.md, "State and events, with an example"): A's
+# period_game in T1, then T1 ends.
 A_GAME = (
     '{"event_id":"g1/A","system":"tornelo","game_id":"g1","source_event_id":"e-g1","player_id":"A",'
     '"opponent_id":"B","category":"rapid","kind":"period_game","score":1,"rating_before":1800.00,'
@@ -112,7 +113,8 @@ def entry(tournament: str, games: int, points: float, expected: float, perf: tup
     }
 
 
-# One event of every kind, from the kinds table and tornelo.md's examples.
+# One event of every kind, from the kinds table (docs/systems/tornelo.md, "State and events, with an
+# example") and tornelo's worked examples (numbered as below).
 HAND_WRITTEN = {
     # Example 9: unrated U's T1 (performances 1600, 1100, 1400) ends: 1367, provisional.
     "provisional_rating (a close)": event(
@@ -399,7 +401,7 @@ def test_the_exported_schema_accepts_six_decimal_values() -> None:
     assert not validator.is_valid(changed(A_CLOSE, detail__k_modifier=0))
 
 
-# --- seeding rows (tornelo.md, example 19) ---------------------------------------------------
+# --- seeding rows (docs/systems/tornelo.md, "Seeding rows"; example 19: refused rows) ----------
 
 
 def seed(rating: Any, games: Any, modifier: Any = None) -> dict[str, Any]:
@@ -462,7 +464,7 @@ def test_a_seeding_row_from_json() -> None:
             TorneloSeedRecord.model_validate_json(bad)
 
 
-# --- close lines (tornelo.md, example 19) ----------------------------------------------------
+# --- close lines (docs/systems/tornelo.md, "Input"; example 19: bad close lines) --------------
 
 
 @pytest.mark.parametrize(
@@ -494,7 +496,7 @@ def test_the_close_lines_the_contract_refuses(line: str) -> None:
         TorneloCloseLine.model_validate_json(line)
 
 
-# --- the game input's tournament_id (tornelo.md, example 19) --------------------------------
+# --- the game input's tournament_id (docs/systems/tornelo.md, "Input"; example 19: bad ids) ---
 
 
 @pytest.mark.parametrize(
