@@ -1,8 +1,9 @@
-"""The worked examples of uscf-cc.md section 13 that need the input and the engine: 24 and 25
-(ordinary forfeits), 37 to 39 (`forfeit_kind` and duplicates) and 41 (games that change
-nothing), each from its message through `Engine(CcRules())`, the expected numbers copied from
-the reading's tables. (42 and 43 are tests/unit/engine/test_events_v2.py's; the rules' own
-examples are tests/unit/rules/test_uscf_cc.py's.)"""
+"""The worked examples of US Chess correspondence (numbered as in the tests' names) that need the input
+and the engine: 24 and 25 (ordinary forfeits), 37 to 39 (`forfeit_kind` and duplicates) and 41 (games
+that change nothing), each from its message through `Engine(CcRules())`, the expected numbers following
+docs/systems/uscf-cc.md ("Rules and readings", "Input"). (42 and 43 are
+tests/unit/engine/test_events_v2.py's; the rules' own examples are
+tests/unit/rules/test_uscf_cc.py's.)"""
 
 from decimal import Decimal
 from typing import Any

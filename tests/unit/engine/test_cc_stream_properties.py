@@ -1,6 +1,7 @@
 """Invariants of `uscf-cc` (US Chess correspondence) through the one engine, for any stream of
 games and seeding rows (hypothesis), checked on the engine's output and on the states it keeps
-(uscf-cc.md sections 4, 8, 9 and 11; events-v2.md, "Output", "Duplicates" and the `uscf-cc` kinds)."""
+(docs/systems/uscf-cc.md, "Rules and readings", "Input" and "State and events, with an example";
+docs/contract-v2.md, "Every v2 event")."""
 
 import json
 from collections.abc import Iterable
@@ -119,8 +120,8 @@ def is_special_forfeit(game: CorrespondenceGameFinished) -> bool:
 
 
 def redeliveries(value: dict[str, Any]) -> list[dict[str, Any]]:
-    """The same game sent again, differing at most in what is no fact (events-v2, "Input" and
-    "Duplicates"): forfeit_kind on a game that is not a forfeit; on a forfeit, an absent kind for
+    """The same game sent again, differing at most in what is no fact (docs/systems/uscf-cc.md,
+    "Input"): forfeit_kind on a game that is not a forfeit; on a forfeit, an absent kind for
     "ordinary" and back; the event id and an unknown field."""
     same = [dict(value), {**value, "event_id": "again", "unknown": 1}]
     without = {k: v for k, v in value.items() if k != "forfeit_kind"}

@@ -124,9 +124,10 @@ def test_a_syntax_error_before_a_huge_number_is_reported_first() -> None:
     ],
 )
 def test_a_line_of_a_per_period_systems_file_is_a_game_a_close_or_bad_input(line: bytes, expected: str) -> None:
-    """events-v2 "Control messages": in `rate`'s file of fide (or tornelo) an object with a
-    `control` key is a close when `control` is "close" and `period` is a period of the system,
-    other keys ignored; `invalid_schema` otherwise. For the others it is never a game either."""
+    """docs/contract-v2.md, "The per-period systems: `fide` and `tornelo`" (close lines): in `rate`'s
+    file of fide (or tornelo) an object with a `control` key is a close when `control` is "close" and
+    `period` is a period of the system, other keys ignored; `invalid_schema` otherwise. For the others
+    it is never a game either."""
     try:
         decoded = decode_line(FideRules(), line, 1 << 20)
     except BadInput as bad:

@@ -1,5 +1,5 @@
 """The engine (through the in-memory store): sequence numbers, event ids, duplicates, seeding,
-the displays and the per-kind null table of events.md.
+the displays and the per-kind null table of docs/contract.md ("Output: `arena.rating.changed.v1`").
 
 Every payload is also validated against schemas.RatingChanged (which checks the null table).
 """
@@ -81,7 +81,7 @@ GAME_FIELDS = ("game_id", "source_event_id", "opponent_id", "score", "finished_a
 
 
 def every_kind(training_rating: int = 1200) -> dict[str, Update]:
-    """One update of each kind, from the worked examples of arena-rules.md."""
+    """One update of each kind, from the worked examples of docs/systems/arena.md ("Rules and readings")."""
     store = new_store(training_rating)
     out: dict[str, Update] = {}
     out["imported"] = seed(store, "alice", 180000)
@@ -181,7 +181,8 @@ def test_a_duplicate_game_is_reported_with_no_updates_and_changes_no_state() -> 
 
 
 def test_a_redelivery_with_another_event_id_and_finish_time_is_still_a_duplicate() -> None:
-    # The facts are white_id, black_id, result, termination, rated, time_control (events.md).
+    # The facts are white_id, black_id, result, termination, rated, time_control (docs/contract.md,
+    # "Duplicates and the idempotency record").
     store = new_store()
     seed(store, "alice", 180000)
     seed(store, "bob", 170000)
@@ -415,7 +416,7 @@ def test_losing_a_rating_in_one_category_keeps_the_others() -> None:
     assert store.states["erin/rapid"] == RatingState(rating=Hundredths(150000), rated_games=30, seq=1)
 
 
-# --- the per-kind null table of events.md ----------------------------------------------------
+# --- the per-kind null table of docs/contract.md ("Output: `arena.rating.changed.v1`") ------
 
 
 def test_rated_game_sets_every_field() -> None:

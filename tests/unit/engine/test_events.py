@@ -1,4 +1,4 @@
-"""Golden payloads: one event of each kind written by hand, byte for byte from events.md
+"""Golden payloads: one event of each kind written by hand, byte for byte from docs/contract.md
 ("Encoding": compact UTF-8 JSON, keys in table order, state keys status, rating, rated_games,
 qualifying, seq; two decimals for ratings, delta, opponent_rating and expected_score; score as
 1, 0.5 or 0; finished_at verbatim), compared with what the engine produces.

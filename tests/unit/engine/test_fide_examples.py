@@ -1,9 +1,11 @@
-"""fide-period.md's worked examples (section 11) through the engine: games and close lines driven by
+"""FIDE's worked examples (numbered as in the comments and tests' names below, on the rules of
+docs/systems/fide.md, "Rules and readings") through the engine: games and close lines driven by
 the harness (`Ratings`: a close as `rate`'s close line, `close_some`/`finish` as the service's
 close in progress), each event validated by the contract's v2 schema and read back from its JSON,
 the numbers compared with the reading's, written here from its text. Examples 1, 2, 4 to 10, 12
 to 17; the contract's `fide` example byte for byte (13), and one golden event per kind written by
-hand from events-v2.md's tables. The arithmetic alone is tests/unit/rules/test_fide.py's."""
+hand from the tables of docs/systems/fide.md, "State and events, with an example". The arithmetic
+alone is tests/unit/rules/test_fide.py's."""
 
 import json
 from collections.abc import Callable, Iterable
@@ -488,8 +490,9 @@ def test_example_12_a_first_rating_counts_from_the_next_list() -> None:
 
 
 def contract_example(october_closed: bool) -> tuple[list[bytes], list[bytes]]:
-    """events-v2's fide example: A 2000 and B 1900 seeded, October closed (or not), g1, November
-    closes. (the imports and g1's events, the close events)."""
+    """The example of docs/systems/fide.md, "State and events, with an example": A 2000 and B 1900
+    seeded, October closed (or not), g1, November closes. (the imports and g1's events, the close
+    events)."""
     store = Ratings(ENGINE)
     imports = []
     for text in ("A,blitz,2000,40,,", "B,blitz,1900,40,,"):
@@ -527,7 +530,9 @@ def test_example_13_without_octobers_close_the_game_is_held_and_the_close_is_the
     assert closes == [CONTRACT_FIDE[1], FIDE_CLOSE_B]
 
 
-# Golden events of each other kind, written by hand from events-v2.md's kinds table and encoding.
+# Golden events of each other kind, written by hand from the kinds table of docs/systems/fide.md ("State
+# and events, with an example") and the encoding of docs/contract-v2.md ("The per-period systems: `fide`
+# and `tornelo`").
 RATING_LOST_A = (  # example 8: A 1405 loses to B 1405 (K 20: -10 -> 1395)
     b'{"event_id":"period/2026-11/A/blitz","system":"fide","game_id":null,"source_event_id":null,"player_id":"A",'
     b'"opponent_id":null,"category":"blitz","kind":"rating_lost","score":null,"rating_before":1405.00,'

@@ -1,7 +1,8 @@
 """Invariants of `fide` (FIDE's rating, one change per calendar month in UTC) through the one engine,
 for any stream of games, close lines and seeding rows (hypothesis), checked on the engine's output
-and on the states it keeps (fide-period.md sections 1-9 and example 16; events-v2.md "Output",
-"Order of the events", "state" and "Seeding rows").
+and on the states it keeps (docs/systems/fide.md, "Rules and readings", "State and events, with an
+example" and "Seeding rows", and its worked example 16, the invariants; docs/contract-v2.md, "Every v2
+event" and "The per-period systems: `fide` and `tornelo`": the order of the events).
 
 These are `fide`'s own properties (its periods: where a game is recorded, closes made once,
 a month's close independent of the order of its games, imports between games). What holds for every
@@ -62,7 +63,7 @@ def test_closing_a_month_again_right_after_publishes_nothing_and_changes_no_stat
         latest = item.period if latest is None else max(latest, item.period)
         states, calendar = dict(store.states), store.calendar
         assert store.close(item.period) == []
-        # Nor does a close of any month already closed (fide-period.md example 15).
+        # Nor does a close of any month already closed (docs/systems/fide.md, "Input": it does nothing).
         assert [store.close(m) for m in CLOSE_MONTHS if m <= latest] == [[] for m in CLOSE_MONTHS if m <= latest]
         assert store.states == states
         assert store.calendar == calendar
@@ -131,9 +132,10 @@ def test_each_rating_with_games_of_a_closed_month_is_closed_for_it_exactly_once(
     stream: Stream, data: st.DataObject
 ) -> None:
     """One close event for every rating with recorded games of a closed month, none for another,
-    `closed_period` set by each; a close line closes every open month up to its own, oldest first,
-    each in the byte order of its keys (events-v2 "Order of the events"). The same with a close
-    that takes some ratings at once, the others closed by their next game or at the end."""
+    `closed_period` set by each; a close line closes every open month up to its own, oldest first, each
+    in the byte order of its keys (docs/contract-v2.md, "The per-period systems: `fide` and `tornelo`").
+    The same with a close that takes some ratings at once, the others closed by their next game or at
+    the end."""
     for takes in (None, data.draw(takes_for(stream))):
         _, store = seeded(stream)
         closes = Closes()
@@ -233,7 +235,7 @@ def november_games(rng: random.Random, n: int) -> list[SystemGameFinished]:
 def test_a_state_does_not_grow_with_the_games_counted_at_once(seeds: list[SeedRow], games_seed: int) -> None:
     """p0's blitz state and the event of his last game, after that game alone and after 1,000 games
     of November counted at once (October closed first), differ only in the digits of the totals
-    (section 5; events-v2 "state")."""
+    (docs/systems/fide.md, "State and events, with an example")."""
     games = november_games(random.Random(games_seed), 1000)  # hypothesis's own draws would be thousands
     encoded: list[tuple[bytes, bytes]] = []
     for played in (games[-1:], games):
@@ -359,14 +361,14 @@ FORCED_WITH_GAMES_PENDING = Stream(
 @example(AGAIN_WITH_GAMES_PENDING)
 @example(FORCED_WITH_GAMES_PENDING)
 def test_an_import_between_games_is_applied_skipped_or_refused_as_the_contract_says(stream: Stream) -> None:
-    """events-v2 "Seeding rows" and fide-period.md section 10 (F23): a row over a rating never seen
-    is imported; one equal to the rating's state, compared in rating, rated_games, reached_2400 and
-    birth_year with an empty pool, is skipped; otherwise a rating with state is refused unless
-    forced, and one with games not yet closed (`pending`) even forced. The imported state has the
-    row's values, an empty pool, and the rating's own `closed_period` and `rating_before_close`.
-    Some imports here are of a rated rating's own values again (`Import.again`); the explicit
-    examples are such an import over a rating with games pending, and another row forced over it
-    (random streams seldom force a row over a rating with games pending)."""
+    """docs/systems/fide.md, "Seeding rows", and docs/contract.md, "Seeding established ratings": a row
+    over a rating never seen is imported; one equal to the rating's state, compared in rating,
+    rated_games, reached_2400 and birth_year with an empty pool, is skipped; otherwise a rating with
+    state is refused unless forced, and one with games not yet closed (`pending`) even forced. The
+    imported state has the row's values, an empty pool, and the rating's own `closed_period` and
+    `rating_before_close`. Some imports here are of a rated rating's own values again (`Import.again`);
+    the explicit examples are such an import over a rating with games pending, and another row forced
+    over it (random streams seldom force a row over a rating with games pending)."""
     _, store = seeded(stream)
     for item in stream.items:
         if not isinstance(item, Import):

@@ -1,7 +1,7 @@
-"""Contract v2's `glicko2` events through the engine, byte for byte: the contract's example (W9:
-carol seeded, then g1), bob's event as the contract's text gives it, one golden event per kind
-written by hand from the contract's tables (a rated game of a player with history, an import over
-a rating that played), and W6's stream (glicko2.md 12.3) number by number, each event valid and
+"""Contract v2's `glicko2` events through the engine, byte for byte: the contract's example (W9: carol
+seeded, then g1), bob's event as the contract's text gives it, one golden event per kind written by hand
+from the contract's tables (a rated game of a player with history, an import over a rating that played),
+and W6's stream (games days apart, deviations grown with time) number by number, each event valid and
 read back by a restore as the state the engine keeps."""
 
 import json

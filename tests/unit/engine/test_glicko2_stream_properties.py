@@ -1,8 +1,9 @@
-"""Invariants of `glicko2` (Glicko-2 game by game) through the one engine, for any stream of games
-and seeding rows (hypothesis), checked on the engine's output and on the states it keeps
-(glicko2.md sections 3-9; events-v2.md, "Output", "Duplicates", "Seeding rows" and the `glicko2`
-kinds): games of every category and some unrated controls, rated or not, forfeits and aborted
-games, finished over two years in any order (equal instants written differently included)."""
+"""Invariants of `glicko2` (Glicko-2 game by game) through the one engine, for any stream of games and
+seeding rows (hypothesis), checked on the engine's output and on the states it keeps
+(docs/systems/glicko2.md, "Rules and readings", "State and events, with an example" and "Seeding rows";
+docs/contract-v2.md, "Every v2 event"): games of every category and some unrated controls, rated or not,
+forfeits and aborted games, finished over two years in any order (equal instants written differently
+included)."""
 
 import json
 from collections.abc import Iterable
@@ -26,7 +27,7 @@ from worker.store.state_codec import GLICKO2_STATES
 
 PLAYERS = [f"p{i}" for i in range(6)]
 CATEGORIES = ["rapid", "blitz", "bullet"]
-# The arena's controls of each category (arena-rules.md), and some it does not rate.
+# The arena's controls of each category (docs/systems/arena.md, "Rules and readings"), and some it does not rate.
 RATED = {
     (900, 0): "rapid",
     (600, 10): "rapid",
@@ -97,7 +98,8 @@ def fixed2(hundredths: int, whole: bool) -> str:
 
 @st.composite
 def seed_row(draw: st.DrawFn) -> SeedRow:
-    """A valid row of events-v2's glicko2 syntax, parsed as the seeding file parses it."""
+    """A valid row of glicko2's syntax (docs/systems/glicko2.md, "Seeding rows"), parsed as the seeding file
+    parses it."""
     rating = draw(st.one_of(st.integers(40000, 300000), st.integers(40000, 41000)))
     games = draw(st.one_of(st.just(0), st.integers(0, 300)))
     given_ = games > 0 or draw(st.booleans())

@@ -1,6 +1,7 @@
-"""The engine's per-period rules that no worked example shows on its own: an import never goes
-ahead of a close (events-v2 "Seeding rows": refused while a close is in progress), fide's last
-month (`9999-11` closed, then games of `9999-12`), and tornelo's calendar, whose marks append."""
+"""The engine's per-period rules that no worked example shows on its own: an import never goes ahead of
+a close (docs/contract-v2.md, "The per-period systems: `fide` and `tornelo`": a seeding row for a rating
+still holding games of a closed period is refused, forced or not), fide's last month (`9999-11` closed,
+then games of `9999-12`), and tornelo's calendar, whose marks append."""
 
 import json
 from typing import Any

@@ -1,11 +1,12 @@
-"""Tornelo's worked examples through the engine (tornelo.md section 11: 2, 3, 5-17 and 19-22, and
-18's bytes), each from seeded players and games through `Engine(TorneloRules(...))` in the
-harness that closes tournaments as `rate`'s close lines do. Every event is validated by contract
-v2's schema and read back from its bytes; the numbers it is compared with are the spec's (or follow
-from the spec's formulas by hand, as commented), never computed by the code under test. The golden
-events are the contract's example (events-v2.md) and one event per kind written by hand from the
-contract's tables. The arithmetic alone (examples 1, 4, 8 and 12, seeding rows) is
-tests/unit/rules/test_tornelo.py's."""
+"""Tornelo's worked examples through the engine (2, 3, 5-17 and 19-22, numbered as in the tests' names,
+on the rules of docs/systems/tornelo.md, "Rules and readings"; and 18, the bytes of its "State and
+events, with an example"), each from seeded players and games through `Engine(TorneloRules(...))` in the
+harness that closes tournaments as `rate`'s close lines do. Every event is validated by contract v2's
+schema and read back from its bytes; the numbers it is compared with are the spec's (or follow from the
+spec's formulas by hand, as commented), never computed by the code under test. The golden events are the
+contract's example (docs/systems/tornelo.md, "State and events, with an example") and one event per kind
+written by hand from the contract's tables. The arithmetic alone (examples 1, 4, 8 and 12, seeding rows)
+is tests/unit/rules/test_tornelo.py's."""
 
 import json
 from collections import defaultdict

@@ -1,7 +1,8 @@
 """Invariants of `tornelo` (Tornelo's default Elo, one change per tournament) through the one engine,
 for any stream of games, close lines and seeding rows (hypothesis), checked on the engine's output
-and on the states it keeps (tornelo.md sections 1-9 and example 20; events-v2.md "Output", "Order
-of the events", "state" and "Seeding rows").
+and on the states it keeps (docs/systems/tornelo.md, "Rules and readings", "State and events, with an
+example" and "Seeding rows", and its worked example 20, the invariants; docs/contract-v2.md, "Every v2
+event" and "The per-period systems: `fide` and `tornelo`": the order of the events).
 
 These are `tornelo`'s own properties (its periods: where a game is recorded, closes made once,
 a tournament's close independent of the order of its games, imports between games). What holds for every
@@ -60,7 +61,7 @@ def test_ending_a_tournament_again_right_after_publishes_nothing_and_changes_no_
         ended.append(item.period)
         states, calendar = dict(store.states), store.calendar
         assert store.close(item.period) == []
-        # Nor does ending any tournament ended before (tornelo.md section 4, example 16).
+        # Nor does ending any tournament ended before (docs/systems/tornelo.md, "Input": ending it again does nothing).
         assert [store.close(t) for t in ended] == [[] for _ in ended]
         assert store.states == states
         assert store.calendar == calendar
@@ -76,10 +77,11 @@ def counted_category(value: dict[str, Any]) -> str | None:
 
 class Closes:
     """What the events say of the tournaments, checked as they come: a game of an open tournament
-    is recorded in it (section 5), a game of none or of an ended one is rated at once, its
-    `detail.tournament_id` its own (7.4); a rating is closed for a tournament only once it ended,
-    only if it has games of it, and once (7.3); every state's `pending` has one entry for each
-    tournament of its games not closed yet, in the order of their first game (events-v2 "state")."""
+    is recorded in it, a game of none or of an ended one is rated at once, its `detail.tournament_id`
+    its own; a rating is closed for a tournament only once it ended, only if it has games of it, and
+    once (docs/systems/tornelo.md, "Rules and readings"); every state's `pending` has one entry for
+    each tournament of its games not closed yet, in the order of their first game
+    (docs/systems/tornelo.md, "State and events, with an example")."""
 
     def __init__(self) -> None:
         # Per rating, the tournaments of its games not closed yet, in the order of their first game.
@@ -142,10 +144,10 @@ class Closes:
 def test_each_rating_with_games_of_an_ended_tournament_is_closed_for_it_exactly_once(
     stream: Stream, data: st.DataObject
 ) -> None:
-    """One close event for every rating with recorded games of an ended tournament, none for
-    another, its entry gone from `pending`; a close line publishes its events in the byte order
-    of their keys (events-v2 "Order of the events"). The same with a close that takes some
-    ratings at once, the others closed by their next game or at the end."""
+    """One close event for every rating with recorded games of an ended tournament, none for another,
+    its entry gone from `pending`; a close line publishes its events in the byte order of their keys
+    (docs/contract-v2.md, "The per-period systems: `fide` and `tornelo`"). The same with a close that
+    takes some ratings at once, the others closed by their next game or at the end."""
     for takes in (None, data.draw(takes_for(stream))):
         _, store = seeded(stream)
         closes = Closes()
@@ -241,7 +243,8 @@ def tournament_t_games(rng: random.Random, n: int) -> list[TorneloGameFinished]:
 @given(st.lists(seed_row(5), max_size=8, unique_by=lambda r: r.key), st.integers(0, 2**32))
 def test_a_state_does_not_grow_with_the_games_of_a_tournament(seeds: list[SeedRow], games_seed: int) -> None:
     """p0's blitz state and the event of his last game, after that game alone and after 1,000
-    games of tournament T, differ only in the digits of the totals (section 5; events-v2 "state")."""
+    games of tournament T, differ only in the digits of the totals (docs/systems/tornelo.md, "State and
+    events, with an example")."""
     games = tournament_t_games(random.Random(games_seed), 1000)  # hypothesis's own draws would be thousands
     encoded: list[tuple[bytes, bytes]] = []
     for played in (games[-1:], games):
@@ -296,10 +299,10 @@ AGAIN_WITH_GAMES_PENDING = Stream(
 @given(streams())
 @example(AGAIN_WITH_GAMES_PENDING)
 def test_an_import_between_games_is_applied_skipped_or_refused_as_the_contract_says(stream: Stream) -> None:
-    """events-v2 "Seeding rows" and tornelo.md section 10 (T17, T20): a row over a rating never
-    seen is imported; one equal to the rating's state in rating, rated_games and k_modifier is
-    skipped; otherwise a rating with state is refused unless forced. The imported state has the
-    row's values, `performance_sum` rating x games under 20 games (else null), and keeps
+    """docs/systems/tornelo.md, "Seeding rows", and docs/contract.md, "Seeding established ratings": a
+    row over a rating never seen is imported; one equal to the rating's state in rating, rated_games and
+    k_modifier is skipped; otherwise a rating with state is refused unless forced. The imported state
+    has the row's values, `performance_sum` rating x games under 20 games (else null), and keeps
     `pending`. Some imports here are of a rated rating's own values again (`Import.again`); the explicit
     example is such an import over a rating with games pending."""
     _, store = seeded(stream)
