@@ -1,5 +1,5 @@
 """`RATING_SYSTEM=uscf-cc rating-worker rate`, run as a user runs it: a real process, real files
-(events-v2.md: "Examples, byte for byte", "Input", "Seeding rows"; uscf-cc.md sections 8 and 13)."""
+(docs/systems/uscf-cc.md: "Input", "State and events, with an example", "Seeding rows")."""
 
 import json
 import re
@@ -60,7 +60,7 @@ def bad_lines() -> list[tuple[dict[str, Any], str]]:
     for i, (changes, named) in enumerate(values):
         game = {**VALID_GAME, "game_id": f"b{i}", "white_id": f"bad{i}w", "black_id": f"bad{i}b", **changes}
         out.append((game, named))
-    # A close line: never a game of uscf-cc (events-v2, "Control messages").
+    # A close line: never a game of uscf-cc (docs/systems/uscf-cc.md, "Input": an object with a `control` key).
     out.append(({"control": "close", "period": "2026-11"}, "control"))
     return out
 

@@ -1,6 +1,7 @@
 """`RATING_SYSTEM=fide rating-worker rate`, run as a user runs it: a real process, real files, close
-lines in the games file (events-v2.md: "Examples, byte for byte", "Input", "Control messages",
-"Seeding rows"; fide-period.md sections 4 and 11, examples 9, 11, 13, 15 and 17)."""
+lines in the games file (docs/systems/fide.md: "Input", "State and events, with an example", "Seeding
+rows"; docs/contract-v2.md, "The per-period systems: `fide` and `tornelo`": close lines; worked examples
+13, the contract's example, and 17, close lines, as numbered below)."""
 
 import json
 import re

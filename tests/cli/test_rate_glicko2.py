@@ -1,6 +1,6 @@
 """`RATING_SYSTEM=glicko2 rating-worker rate`, run as a user runs it: a real process, real files
-(events-v2.md: "Examples, byte for byte", "Input", "Control messages", "Seeding rows"; glicko2.md
-sections 3, 5, 9 and W7-W9)."""
+(docs/systems/glicko2.md: "Input", "State and events, with an example", "Seeding rows"; W7, the
+checks of finished_at, W8, seeding rows, and W9, the contract's example, as numbered below)."""
 
 import json
 import re
@@ -62,7 +62,7 @@ def bad_lines() -> list[tuple[dict[str, Any], str]]:
     for i, (changes, named) in enumerate(values):
         game = {**VALID_GAME, "finished_at": AT, "game_id": f"b{i}", "white_id": f"bad{i}w", "black_id": f"bad{i}b"}
         out.append(({**game, **changes}, named))
-    # Control lines without game fields: never a game of glicko2 (events-v2, "Control messages").
+    # Control lines without game fields: never a game of glicko2 (docs/systems/glicko2.md, "Input").
     out.append(({"control": "close", "period": "2026-11"}, "control"))
     out.append(({"control": "x"}, "control"))
     return out

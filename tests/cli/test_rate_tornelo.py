@@ -1,8 +1,9 @@
 """`RATING_SYSTEM=tornelo rating-worker rate`, run as a user runs it: a real process, real files
-(events-v2.md: "Examples, byte for byte", "Input", "Control messages", "Seeding rows"; tornelo.md
-sections 2, 4 and 10, examples 2, 18 and 19): the contract's example from a seeding file and a
-games file with a close line, bad lines and bad close lines dead-lettered, a bad seeding row, and
-the two settings of the method, which change the numbers and stop `rate` when wrong."""
+(docs/systems/tornelo.md: "Input", "State and events, with an example", "Seeding rows", "Settings";
+worked examples 2, a bonus, 18, the contract's example, and 19, bad input, as numbered below): the
+contract's example from a seeding file and a games file with a close line, bad lines and bad close lines
+dead-lettered, a bad seeding row, and the two settings of the method, which change the numbers and stop
+`rate` when wrong."""
 
 import json
 import re
@@ -93,7 +94,7 @@ def bad_lines() -> list[tuple[dict[str, Any], str]]:
         ({**json.loads(line(game_id=f"b{i}", white_id=f"bad{i}w", black_id=f"bad{i}b")), **c}, named)
         for i, (c, named) in enumerate(changes)
     ]
-    # Close lines that are not (example 19; events-v2, "Control messages").
+    # Close lines that are not (example 19; docs/systems/tornelo.md, "Input").
     out += [
         ({"control": "close", "period": ""}, "period"),
         ({"control": "close"}, "period"),

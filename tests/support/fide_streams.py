@@ -30,8 +30,9 @@ from worker.rules.system import SeedRow
 PLAYERS = [f"p{i}" for i in range(8)]
 CATEGORIES = ["rapid", "blitz", "bullet"]
 KEYS = [f"{p}/{c}" for p in PLAYERS for c in CATEGORIES]
-# The arena's controls of each category (arena-rules.md), blitz the most often so that a player
-# meets enough rated opponents in one category for a first rating; and some it does not rate.
+# The arena's controls of each category (docs/systems/arena.md, "Rules and readings"), blitz the most
+# often so that a player meets enough rated opponents in one category for a first rating; and some it
+# does not rate.
 RATED = {
     (900, 0): "rapid",
     (600, 10): "rapid",
@@ -151,9 +152,9 @@ PLAYER = {n: st.sampled_from(PLAYERS[:n]) for n in range(2, 9)}
 
 @st.composite
 def seed_row(draw: st.DrawFn, players: int) -> SeedRow:
-    """A valid row of events-v2's fide syntax for one of the first `players`, parsed as the seeding
-    file parses it: ratings anywhere and next to the rules' edges (1400, 2300, 2400, 2600), games
-    next to 30, juniors and not."""
+    """A valid row of fide's syntax (docs/systems/fide.md, "Seeding rows") for one of the first
+    `players`, parsed as the seeding file parses it: ratings anywhere and next to the rules' edges
+    (1400, 2300, 2400, 2600), games next to 30, juniors and not."""
     rating = draw(SEED_RATING)
     fields = [draw(PLAYER[players]), draw(CATEGORY), str(rating), str(draw(SEED_GAMES))]
     return parse_seed_row([*fields, draw(REACHED[rating >= 2400]), draw(BIRTH)])

@@ -54,8 +54,9 @@ class Stream:
 
 
 def close_of(event_id: str) -> str | None:
-    """The period (a month, a tournament) an event id `period/{P}/{player}/{category}` closes, or
-    None for another origin (events-v2.md, "event_id")."""
+    """The period (a month, a tournament) an event id `period/{P}/{player}/{category}` closes, or None
+    for another origin (docs/contract-v2.md, "The per-period systems: `fide` and `tornelo`":
+    Origins)."""
     parts = event_id.split("/")
     return parts[1] if parts[0] == "period" else None
 
@@ -100,7 +101,7 @@ class Replayer(Generic[S]):
     def step(self, store: Ratings[S], item: Item, take: Callable[[str], bool] | None = None) -> list[Update[S]]:
         """One item: a close line closes whole (`take` None, as `rate`) or as the service may (only
         the ratings `take` accepts at once); an import first finishes a close in progress (the
-        service refuses imports while one is: events-v2 "Seeding rows")."""
+        service refuses imports while one is)."""
         if isinstance(item, Close):
             return store.close(item.period) if take is None else store.close_some(item.period, take)
         if isinstance(item, Import):

@@ -30,8 +30,8 @@ from worker.rules.tornelo import TorneloRules, TorneloState, parse_seed_row
 PLAYERS = [f"p{i}" for i in range(8)]
 CATEGORIES = ["rapid", "blitz", "bullet"]
 KEYS = [f"{p}/{c}" for p in PLAYERS for c in CATEGORIES]
-# The arena's controls of each category (arena-rules.md), blitz the most often so that players
-# meet each other often in one category; and some it does not rate.
+# The arena's controls of each category (docs/systems/arena.md, "Rules and readings"), blitz the most
+# often so that players meet each other often in one category; and some it does not rate.
 RATED = {
     (900, 0): "rapid",
     (600, 10): "rapid",
@@ -98,9 +98,9 @@ PLAYER = {n: st.sampled_from(PLAYERS[:n]) for n in range(2, 9)}
 
 @st.composite
 def seed_row(draw: st.DrawFn, players: int) -> SeedRow:
-    """A valid row of events-v2's tornelo syntax for one of the first `players`, parsed as the
-    seeding file parses it: initial (0 games), provisional (under 20) and established ratings,
-    next to the edges of 20 games and of K's 2200, with K modifiers."""
+    """A valid row of tornelo's syntax (docs/systems/tornelo.md, "Seeding rows") for one of the first
+    `players`, parsed as the seeding file parses it: initial (0 games), provisional (under 20) and
+    established ratings, next to the edges of 20 games and of K's 2200, with K modifiers."""
     games = draw(SEED_GAMES)
     rating = draw(PROVISIONAL_RATING if games < 20 else ESTABLISHED_RATING)
     fields = [draw(PLAYER[players]), draw(CATEGORY), str(rating), str(games), draw(K_MODIFIER)]
@@ -178,8 +178,8 @@ def tournament_of(value: dict[str, Any]) -> str | None:
 
 
 def redeliveries(value: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The same game again, differing at most in what is not a fact (events-v2, "Input"): the
-    event id, an unknown field, the finished_at, `tournament_id` absent for null and back; and
+    """The same game again, differing at most in what is not a fact (docs/systems/tornelo.md, "Input"):
+    the event id, an unknown field, the finished_at, `tournament_id` absent for null and back; and
     conflicting ones: another `tournament_id`, or none for one, or one for none."""
     same = [
         dict(value),

@@ -1,5 +1,6 @@
-"""Contract v2's byte-exact examples, copied from the contract (events-v2, "Examples, byte for
-byte"): golden data for the encoder's and the models' tests."""
+"""Contract v2's byte-exact examples, copied from the contract (the "State and events, with an example"
+of docs/systems/uscf-cc.md and of docs/systems/glicko2.md): golden data for the encoder's and the
+models' tests."""
 
 # uscf-cc: alice (1600.00, 40 credits) and bob (1400.00, 10) seeded, then g1 (ev-1), alice wins.
 CONTRACT_USCF_CC = [

@@ -1,7 +1,7 @@
-"""Contract v2's byte-exact examples of the per-period systems (events-v2.md, "Examples, byte for
-byte"): `CONTRACT_FIDE` and the held form of its `period_game` are copied from the contract;
-golden data for the engine's and `rate`'s tests. The events of the same example that the contract
-does not print (the two imports, B's events) are written by hand from its tables, apart."""
+"""Contract v2's byte-exact examples of the per-period systems (docs/systems/fide.md, "State and events,
+with an example"): `CONTRACT_FIDE` and the held form of its `period_game` are copied from the contract;
+golden data for the engine's and `rate`'s tests. The events of the same example that the contract does
+not print (the two imports, B's events) are written by hand from its tables, apart."""
 
 # fide: A (2000) and B (1900) seeded in blitz with 40 games each; October 2026 closed (no games);
 # g1 (3+0, e-g1, 2026-11-10T12:00:00Z), A (white) wins; November closes. A's period_game (counted

@@ -1,7 +1,7 @@
-"""Contract v2's `tornelo` example, copied from the contract (events-v2.md, "Examples, byte for
-byte"), and the other events of the same run written by hand from the contract's tables (kinds
-and null fields, `state`, `detail`, encoding) and the example's numbers: golden data for the
-engine's and `rate`'s tests (tornelo.md, example 18).
+"""Contract v2's `tornelo` example, copied from the contract (docs/systems/tornelo.md, "State and
+events, with an example"), and the other events of the same run written by hand from the contract's
+tables (kinds and null fields, `state`, `detail`, encoding) and the example's numbers: golden data for
+the engine's and `rate`'s tests (their example 18).
 
 The run: A (1800) and B (2000) seeded in rapid with 40 games each; game `g1` (15+0, input
 `event_id` `e-g1`, `finished_at` `2026-11-10T12:00:00Z`, `tournament_id` `T1`), A (white) wins;
@@ -48,7 +48,7 @@ B_IMPORTED = (
     b'"finished_at":null,"detail":{"tournament_id":null,"games":null,"points":null,"expected":null,'
     b'"k_factor":null,"k_modifier":null}}'
 )
-# B's period_game: E(2000, 1800) = 0.759747 (tornelo.md example 1), score 0, performance 1800 - 400.
+# B's period_game: E(2000, 1800) = 0.759747 (1 - A's 0.240253), score 0, performance 1800 - 400.
 B_G1 = (
     b'{"event_id":"g1/B","system":"tornelo","game_id":"g1","source_event_id":"e-g1","player_id":"B",'
     b'"opponent_id":"A","category":"rapid","kind":"period_game","score":0,"rating_before":2000.00,'

@@ -387,9 +387,9 @@ class TorneloRules:
 
     def seeded(self, row: SeedRow, current: TorneloState) -> TorneloState:
         """The row's rating, games and modifier over `current`, keeping its pending games;
-        `performance_sum` rating x games under 20 games, else None. A row equal to the state in
-        rating, games and modifier gives the state itself (events-v2: equality compares those);
-        a switch-over's row carries the rebuilt state whole."""
+        `performance_sum` rating x games under 20 games, else None. A row equal to the state in rating,
+        games and modifier gives the state itself (docs/systems/tornelo.md, "Seeding rows": equality
+        compares those); a switch-over's row carries the rebuilt state whole."""
         if len(row.extra) > 1:
             return cast(TorneloState, row.extra[1])._replace(seq=current.seq)
         (modifier,) = cast(tuple[Hundredths], row.extra)

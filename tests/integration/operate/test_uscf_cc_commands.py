@@ -105,7 +105,8 @@ async def test_a_dead_letter_goes_back_to_its_topic_and_a_large_game_is_applied_
     assert f"replayed 1 to {stack.games_topic}" in applied.stderr
     await stack.wait_committed({0: 3})
     won = [e for e in await events(stack, 3) if e["game_id"] == "g-large"]
-    # A special forfeit: the winner only, 3.20 (K 16), no credit (uscf-cc.md example 26).
+    # A special forfeit: the winner only, 3.20 (K 16), no credit (docs/systems/uscf-cc.md, "Rules and
+    # readings": 20 % of what a win over an equally rated opponent gives).
     assert [(e["player_id"], e["kind"], e["rating_after"], e["state"]) for e in won] == [
         ("ann", "forfeit_win", 1603.2, {"rating": 1603.2, "rated_games": 40, "seq": 2})
     ]
@@ -161,7 +162,8 @@ async def test_switch_over_publishes_a_rebuilt_rating_that_differs_an_unrated_on
     new = [e for e in await events(stack, len(before) + 2) if e not in before]
     assert [(e["player_id"], e["kind"], e["seq"]) for e in new] == [("cat", "imported", 2), ("zed", "imported", 2)]
     cat, zed = new
-    # cat lost to ann (1608.00 after g1): his first rating 1208.00 (uscf-cc.md section 7).
+    # cat lost to ann (1608.00 after g1): his first rating 1208.00, his performance against a rated
+    # player (docs/systems/uscf-cc.md, "Rules and readings").
     assert (cat["rating_before"], cat["rating_after"], cat["delta"]) == (1234.56, 1208.0, -26.56)
     assert (zed["rating_before"], zed["rating_after"], zed["delta"]) == (1500.0, None, None)
     assert zed["state"] == {"rating": None, "rated_games": 0, "seq": 2}

@@ -8,9 +8,9 @@ on the arena's games spread over months (`Glicko2Simulation`: dated in 2024, pro
   arena's exact accounting (gapless `seq`, byte-identical copies, Redis's states equal to the
   last events, every game recorded, no outbox left); `restore` after Redis lost the states gives
   back the same states;
-- in neither run is any game dead-lettered as finishing in the future (glicko2.md section 5:
-  whoever produces traffic dates it before it is produced);
-- bad input (glicko2.md W7, events-v2 "Input"): a game finishing more than
+- in neither run is any game dead-lettered as finishing in the future (docs/systems/glicko2.md,
+  "Operating it": whoever produces games dates them no later than the moment they are produced);
+- bad input (docs/systems/glicko2.md, "Input"): a game finishing more than
   RATING_FUTURE_ALLOWANCE_SECONDS after its record's timestamp (CreateTime) is `invalid_schema`
   with a one-line message and changes nothing, not even its idempotency record (so the same game
   produced again later is rated); one exactly at the allowance is rated; instants outside the
@@ -128,7 +128,7 @@ async def test_three_workers_on_six_partitions_account_exactly_and_restore_gives
     wipe_and_restore(stack, "glicko2", lines, at_least=300)
 
 
-T = "2026-11-29T12:00:00.000Z"  # the record timestamp of W7 (glicko2.md 12.3)
+T = "2026-11-29T12:00:00.000Z"  # the record timestamp of W7, the checks of finished_at
 
 
 def game(game_id: str, finished_at: str, **fields: object) -> bytes:
@@ -210,7 +210,8 @@ async def test_a_game_finishing_after_its_records_time_and_the_allowance_is_bad_
     published = await read_topic(stack.broker.bootstrap, stack.ratings_topic, len(rated), timeout=30)
     events = {(e["player_id"], e["game_id"]): e for e in (json.loads(r.value or b"") for r in published)}
     assert sorted(f"{p}/blitz" for p, _ in events) == rated
-    # Two new players, white wins (glicko2.md W1), whatever the date.
+    # Two new players, white wins (docs/systems/glicko2.md, "State and events, with an example": alice
+    # beats bob), whatever the date.
     edge_white, edge_black = events[("edgew", "edge")], events[("edgeb", "edge")]
     assert (edge_white["rating_after"], edge_white["state"]["deviation"], edge_white["state"]["volatility"]) == (
         1737.14,

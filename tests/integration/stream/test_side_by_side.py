@@ -106,7 +106,8 @@ async def test_an_arena_and_a_glicko2_deployment_on_one_input_topic_keep_to_thei
     assert not await read_topic(stack.broker.bootstrap, str(arena["topic_dead_letters"]), 0, timeout=5, idle=0.5)
     # glicko2: the same games, its own accounting.
     rated = await check_everything(stack, lines, "glicko2")
-    # The arena's categories and counted games (glicko2.md G11): every game with an arena event has glicko2's.
+    # The arena's categories and counted games (docs/systems/glicko2.md, its opening paragraph): every game
+    # with an arena event has glicko2's.
     assert tally.game_ids <= rated.game_ids
     r = stack.redis_client()
     assert (r.get("rating:system"), r.get("rating-glicko2:system")) == (b"arena", b"glicko2")

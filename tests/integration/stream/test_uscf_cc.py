@@ -74,7 +74,7 @@ async def test_three_workers_on_six_partitions_account_exactly_and_restore_gives
     wipe_and_restore(stack, "uscf-cc", lines, at_least=100)
 
 
-# One bad record per case of the reading (uscf-cc.md 13.5, events-v2 "Control messages"): the
+# One bad record per case of docs/systems/uscf-cc.md, "Input" (a `control` key included): the
 # expected start of its one-line message. Players b0.. appear in no other record.
 BAD: list[tuple[dict[str, object], str]] = [
     ({"termination": "forfeit", "forfeit_kind": "Special"}, "forfeit_kind: Input should be 'ordinary' or 'special'"),

@@ -1,8 +1,8 @@
-"""The traffic of the per-period systems (`fide`, `tornelo`): deterministic streams whose every line
-is a valid game or close line of the system; fide's months closed in order with held and late
-games; tornelo's overlapping tournaments, their closes and late games; seeding files valid by
-events-v2.md ("Seeding rows", checked here with patterns written from the contract); no game dated
-later than the moment it is made."""
+"""The traffic of the per-period systems (`fide`, `tornelo`): deterministic streams whose every line is
+a valid game or close line of the system; fide's months closed in order with held and late games;
+tornelo's overlapping tournaments, their closes and late games; seeding files valid by the "Seeding
+rows" of docs/systems/fide.md and docs/systems/tornelo.md (checked here with patterns written from
+them); no game dated later than the moment it is made."""
 
 import json
 import re
@@ -29,7 +29,8 @@ ID = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}"
 CATEGORY = r"(?:rapid|blitz|bullet)"
 INTEGER = r"[0-9]+"
 DECIMAL = r"[0-9]+(?:\.[0-9]{1,2})?"
-# events-v2.md, "Seeding rows": the fields of each system's rows, as written there.
+# The "Seeding rows" of docs/systems/fide.md and docs/systems/tornelo.md: the fields of each system's
+# rows, as written there.
 FIDE_ROW = re.compile(
     rf"(?P<player>{ID}),(?P<category>{CATEGORY}),(?P<rating>{INTEGER}),(?P<games>{INTEGER}),"
     r"(?P<reached>true|false|),(?P<birth>[0-9]{4}|)",

@@ -1,8 +1,8 @@
 """A close that takes some ratings at once and leaves the others to be closed by their next game,
 over the store in memory (`MemoryBackend`, `MemoryStore`) with the close procedure of `rate`
 (`worker.replay.closes`, given the ratings to take at once), as the service will run closes:
-each rating gets the same events as `rate`, whose close lines close whole (fide-period.md
-section 9 and example 16; tornelo.md section 9 and example 20; events-v2 "Order of the events").
+each rating gets the same events as `rate`, whose close lines close whole (docs/contract-v2.md,
+"The per-period systems: `fide` and `tornelo`": close lines, and the order of the events).
 
 The games go through the store in batches of several (as the worker's batches), so a game whose
 player is closed first by it reads, for fide's held games, its opponents' list ratings through the
@@ -82,7 +82,7 @@ async def run(system: ModuleType, stream: Any, takes: list[frozenset[str]]) -> d
         pending_games = []
         if isinstance(item, Close):
             await service.close(item.period, next(closes).__contains__)
-        else:  # an import: refused while a close is in progress (events-v2 "Seeding rows")
+        else:  # an import: refused while a close is in progress, so the close is finished first
             await service.finish()
             await service.apply([SeedItem(item.row, item.force)])
     await service.apply(pending_games)
