@@ -298,8 +298,17 @@ def test_paths_the_pages_name_exist(page: Path) -> None:
 
 # Where the code's docstrings and comments may not point: the web, a path up out of the
 # repository, the specs and notes kept beside it, a machine's own folders. What they cite must
-# be in the repository, so that a reader of a clone can follow it.
-OUTSIDE = re.compile(r"https?://|(?<![\w.])\.\./|\bshared/|\bconventions\.md\b|(?<![\w.])/(?:work|home|tmp/rel)/")
+# be in the repository, so that a reader of a clone can follow it. The source specs kept beside
+# it are also caught by their bare file names: those of the contracts and of the arena's and
+# fide's rules anywhere, and those that a page under docs/systems/ shares unless that folder
+# precedes them (a bare name reads as the page but means the spec).
+SOURCE_SPECS = (
+    r"(?<![\w.-])(?:arena-rules|events|events-v2|fide-period)\.md\b"
+    r"|(?<![\w.-])(?<!docs/systems/)(?:uscf-cc|glicko2|tornelo)\.md\b"
+)
+OUTSIDE = re.compile(
+    r"https?://|(?<![\w.])\.\./|\bshared/|\bconventions\.md\b|(?<![\w.])/(?:work|home|tmp/rel)/|" + SOURCE_SPECS
+)
 CODE = [ROOT / folder for folder in ("worker", "schemas", "tests", "bench")]
 
 
@@ -355,9 +364,32 @@ def test_the_docstring_check_sees_a_path_out_of_the_repository() -> None:
         "line 6: '../'",
         "line 6: 'shared/'",
         "line 1: 'shared/'",
+        "line 1: 'arena-rules.md'",
         "line 4: 'https://'",
     ]
     assert outside_references('"""`docs/contract.md`, `worker/rules/arena.py`, redis://host."""\n') == []
+
+
+def test_the_docstring_check_sees_a_source_spec_named_by_its_bare_file_name() -> None:
+    source = (
+        '"""Glicko-2, as `glicko2.md` W7 and events-v2.md "Input" read it."""\n\n'
+        "def f() -> None:\n"
+        '    """arena-rules.md "Numbers"; events.md; fide-period.md section 4."""\n'
+        "    # tornelo.md section 11, (uscf-cc.md example 26), systems/glicko2.md\n"
+        "    # docs/systems/glicko2.md, docs/systems/tornelo.md, docs/systems/uscf-cc.md: in the repository\n"
+    )
+    assert outside_references(source) == [
+        "line 5: 'tornelo.md'",
+        "line 5: 'uscf-cc.md'",
+        "line 5: 'glicko2.md'",
+        "line 1: 'glicko2.md'",
+        "line 1: 'events-v2.md'",
+        "line 4: 'arena-rules.md'",
+        "line 4: 'events.md'",
+        "line 4: 'fide-period.md'",
+    ]
+    inside = '"""docs/systems/glicko2.md, "Input"; `docs/contract-v2.md`, docs/contract.md, docs/rules.md."""\n'
+    assert outside_references(inside) == []
 
 
 def test_the_configmap_is_read_from_its_env_file_as_kustomize_reads_it(tmp_path: Path) -> None:
