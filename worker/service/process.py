@@ -127,7 +127,7 @@ async def serve(settings: WorkerSettings) -> int:
 
 async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Progress, failing: retry.Failing) -> int:
     rules = settings.rules()
-    metrics.prepare(rules, ErrorKind)
+    metrics.prepare(rules, ErrorKind, retry.OPERATIONS)
     metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
     health = Health(stall_seconds=settings.stall_seconds)
     metrics.STALL_THRESHOLD.set(settings.stall_seconds)

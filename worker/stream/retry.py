@@ -125,8 +125,7 @@ OPERATIONS = (
     REDIS_WAIT,
     REDIS_COMMAND,
 )
-for _operation in OPERATIONS:  # every series at 0 from start-up (see `worker.metrics`)
-    metrics.RETRIES.labels(_operation.label, _operation.dependency)
+# Their `rating_retries_total` series are created at 0 at start-up, by `worker.metrics.prepare`.
 
 
 class Failing:

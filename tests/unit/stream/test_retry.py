@@ -10,6 +10,9 @@ import redis.exceptions
 from aiokafka import errors
 from prometheus_client import REGISTRY
 
+from worker import metrics
+from worker.engine.decoder import ErrorKind
+from worker.rules.arena import ArenaRules
 from worker.stream import retry
 from worker.stream.retry import Operation, Unreachable, retrying
 
@@ -140,8 +143,10 @@ async def test_each_retry_is_counted_under_the_operations_label() -> None:
     assert retries(second) - before_second == 2
 
 
-def test_every_operations_series_exists_from_start_up_labelled_with_its_dependency() -> None:
-    """An alert on `increase()` sees the first retry only if the series was there before it."""
+def test_every_operations_series_exists_once_prepared_labelled_with_its_dependency() -> None:
+    """An alert on `increase()` sees the first retry only if the series was there before it: the
+    process's start-up (`metrics.prepare`) creates them."""
+    metrics.prepare(ArenaRules(), ErrorKind, retry.OPERATIONS)
     exported = {
         (sample.labels["operation"], sample.labels["dependency"])
         for family in REGISTRY.collect()
