@@ -6,12 +6,14 @@ page is stale). Names follow Prometheus conventions: base units (seconds), `_tot
 The values of some labels are not this module's to know: a dead letter's error kind (the
 decoder's) and a rating system's kinds of change, categories and skip reasons. They are passed in
 (`label_values`, `prepare`), so that this module imports nothing else of the worker, and nothing
-here depends on which system runs.
+here depends on which system runs. So are the retried operations (`worker.stream.retry`), each
+with the dependency it talks to.
 
 Every series carries a `system` label, the deployment's rating system (RATING_SYSTEM): it is
 added as the metrics are served (`exposed`), not kept in each metric, since one process runs one
 system. The series of a fixed label set are created at 0 at start-up (`prepare`), for the
-deployment's system only: its kinds, categories and skip reasons.
+deployment's system only: its kinds, categories and skip reasons; and the retried operations'.
+No labelled series is created at import.
 """
 
 import itertools
@@ -85,8 +87,8 @@ REDIS_SECONDS = Histogram(
 )
 CAS_CONFLICTS = Counter("rating_cas_conflicts_total", "Games recomputed because another process changed a state first")
 # Its `operation` and `dependency` values are those of `worker.stream.retry.OPERATIONS`; that
-# module imports this one (and creates each pair's series at 0), so the docs generator
-# (`worker.docs`) reads them there.
+# module imports this one, so `prepare` is given them (and creates each pair's series at 0), and
+# the docs generator (`worker.docs`) reads them there.
 RETRIES = Counter(
     "rating_retries_total",
     "Redis or Kafka calls retried after a transient failure, by operation and the dependency it talks to",
@@ -194,11 +196,24 @@ class SystemLabels(Protocol):
     def skips(self) -> Iterable[str]: ...
 
 
-def prepare(system: SystemLabels, error_kinds: Iterable[str]) -> None:
+class RetriedOperation(Protocol):
+    """What the metrics need of a retried call (a `worker.stream.retry.Operation` is one)."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def dependency(self) -> str: ...
+
+
+def prepare(system: SystemLabels, error_kinds: Iterable[str], retried: Iterable[RetriedOperation]) -> None:
     """Create each series of a fixed label set of `system` (and of the dead letters' `error_kinds`)
     at 0 (an alert on `increase()` or `== 0` sees a counter that never moved, and the first
     increment is an increase it can see), and remove any other (another system's, if a process
-    prepared one before: the tests)."""
+    prepared one before: the tests); and the retries' series of each of the `retried` operations
+    (`worker.stream.retry.OPERATIONS`), with its dependency."""
+    for operation in retried:
+        RETRIES.labels(operation.label, operation.dependency)
     values = label_values(error_kinds=error_kinds, kinds=system.kinds, categories=system.categories, skips=system.skips)
     for metric, labels in values.items():
         fixed = [v for v in labels.values() if isinstance(v, tuple)]

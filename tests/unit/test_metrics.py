@@ -13,6 +13,7 @@ from worker.rules.categories import Category
 from worker.rules.system import Kind
 from worker.rules.uscf_cc import CcRules
 from worker.stream.consumer import forget_series
+from worker.stream.retry import OPERATIONS
 
 
 def value(name: str, **labels: str) -> float | None:
@@ -24,7 +25,7 @@ def test_every_labelled_series_an_alert_reads_exists_at_0_once_prepared() -> Non
     on `== 0` needs a series at all. The values come from the rules and the decoder, not from a
     list here."""
     arena = ArenaRules()
-    metrics.prepare(arena, ErrorKind)
+    metrics.prepare(arena, ErrorKind, OPERATIONS)
     for kind in arena.kinds:
         for category in arena.categories:
             assert value("rating_changes_published_total", kind=kind.value, category=category) is not None
@@ -32,19 +33,23 @@ def test_every_labelled_series_an_alert_reads_exists_at_0_once_prepared() -> Non
         assert value("rating_dead_letters_total", kind=error.value) is not None
     for reason in arena.skips:
         assert value("rating_games_skipped_total", reason=reason.value) is not None
+    for operation in OPERATIONS:
+        assert value("rating_retries_total", operation=operation.label, dependency=operation.dependency) is not None
     # Untouched by this test session's unit tests: exactly 0.
     assert value("rating_changes_published_total", kind=Kind.RATING_LOST.value, category=Category.BULLET.value) == 0
 
 
-def test_importing_the_metrics_prepares_no_system() -> None:
+def test_importing_every_worker_module_creates_no_labelled_series() -> None:
     """Nothing is registered at import: a fresh interpreter that imports every module of the worker
-    has no series of a system's kinds, categories or skip reasons, nor of a dead letter's kind."""
+    has no series of a system's kinds, categories or skip reasons, nor of a dead letter's kind, nor
+    of a retried operation."""
     code = (
         "import pkgutil, importlib, worker\n"
         "for m in pkgutil.walk_packages(worker.__path__, 'worker.'):\n"
         "    if m.name != 'worker.__main__': importlib.import_module(m.name)\n"
         "from prometheus_client import REGISTRY\n"
-        "names = ('rating_changes_published_total', 'rating_games_skipped_total', 'rating_dead_letters_total')\n"
+        "names = ('rating_changes_published_total', 'rating_games_skipped_total', 'rating_dead_letters_total',\n"
+        "         'rating_retries_total')\n"
         "print(sum(1 for f in REGISTRY.collect() for s in f.samples if s.name in names))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
@@ -54,7 +59,7 @@ def test_importing_the_metrics_prepares_no_system() -> None:
 def test_a_deployment_has_the_series_of_its_own_system_each_labelled_with_it() -> None:
     cc = CcRules()
     try:
-        metrics.prepare(cc, ErrorKind)
+        metrics.prepare(cc, ErrorKind, OPERATIONS)
         for kind in cc.kinds:
             assert value("rating_changes_published_total", kind=kind.value, category="correspondence") == 0
         for reason in cc.skips:
@@ -69,7 +74,7 @@ def test_a_deployment_has_the_series_of_its_own_system_each_labelled_with_it() -
         samples = [line for line in served.splitlines() if line.startswith("rating_")]
         assert samples and all('system="uscf-cc"' in line for line in samples)
     finally:
-        metrics.prepare(ArenaRules(), ErrorKind)
+        metrics.prepare(ArenaRules(), ErrorKind, OPERATIONS)
     assert value("rating_changes_published_total", kind="game_credit", category="correspondence") is None
     assert 'rating_games_consumed_total{system="arena"}' in generate_latest(metrics.exposed("arena")).decode()
 

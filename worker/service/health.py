@@ -19,14 +19,18 @@ CHECK_TIMEOUT = 3.0  # a dependency slower than this to answer counts as unreach
 
 
 async def watch_dependencies(
-    health: Health, kafka: Callable[[], Awaitable[object]], redis: Callable[[], Awaitable[object]]
+    health: Health,
+    failing: retry.Failing,
+    kafka: Callable[[], Awaitable[object]],
+    redis: Callable[[], Awaitable[object]],
 ) -> None:
-    """Ping Kafka and Redis, and sample the event loop's lag, every CHECK_INTERVAL."""
+    """Ping Kafka and Redis, and sample the event loop's lag, every CHECK_INTERVAL; `failing` is
+    the process's (the one its retry policy carries)."""
     while True:
         # A dependency is away when its ping fails, or while the worker's own calls to it keep
         # failing (a broker answering metadata but refusing every produce request).
-        kafka_ok = await _answers(kafka) and not retry.failing("kafka")
-        redis_ok = await _answers(redis) and not retry.failing("redis")
+        kafka_ok = await _answers(kafka) and not failing.on("kafka")
+        redis_ok = await _answers(redis) and not failing.on("redis")
         health.answered(kafka_ok, redis_ok, time.monotonic())
         before = time.monotonic()
         await asyncio.sleep(CHECK_INTERVAL)

@@ -77,8 +77,9 @@ async def serve(settings: WorkerSettings) -> int:
         memory_trace.start(settings.tracemalloc_frames, Path(settings.tracemalloc_dir))
     stopping = asyncio.Event()
     progress = _Progress()
-    with retry.policy(None, addresses(settings)):
-        work = asyncio.create_task(_work(settings, stopping, progress))
+    failing = retry.Failing()  # this process's: its retry loops count in it, its health watch reads it
+    with retry.policy(None, addresses(settings), failing):
+        work = asyncio.create_task(_work(settings, stopping, progress, failing))
     signals = 0
 
     def abandon() -> None:
@@ -124,9 +125,9 @@ async def serve(settings: WorkerSettings) -> int:
     return work.result()
 
 
-async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Progress) -> int:
+async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Progress, failing: retry.Failing) -> int:
     rules = settings.rules()
-    metrics.prepare(rules, ErrorKind)
+    metrics.prepare(rules, ErrorKind, retry.OPERATIONS)
     metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
     health = Health(stall_seconds=settings.stall_seconds)
     metrics.STALL_THRESHOLD.set(settings.stall_seconds)
@@ -167,7 +168,7 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
             consumer.subscribe([settings.topic_games], listener=worker.listener())
             try:
                 await retrying(KAFKA_JOIN, consumer.start)
-                await _run_consumer(worker, store, producer, health, stopping, progress, settings)
+                await _run_consumer(worker, store, producer, health, failing, stopping, progress, settings)
             finally:
                 begin_closing()  # the consumer, then the producer and Redis: one budget for all
                 await close_quietly(consumer.stop())
@@ -192,13 +193,14 @@ async def _run_consumer(
     store: RedisStateStore[Any],
     producer: AIOKafkaProducer,
     health: Health,
+    failing: retry.Failing,
     stopping: asyncio.Event,
     progress: _Progress,
     settings: WorkerSettings,
 ) -> None:
     # Redis's check runs the store's guard: a loss of this process's writes is found within
     # a check interval even while no game arrives.
-    watching = asyncio.create_task(watch_dependencies(health, producer.client.fetch_all_metadata, store.check))
+    watching = asyncio.create_task(watch_dependencies(health, failing, producer.client.fetch_all_metadata, store.check))
     progress.consuming = True
     log.info("consuming %s as group %s", settings.topic_games, settings.kafka_group_id)
     try:

@@ -125,16 +125,41 @@ OPERATIONS = (
     REDIS_WAIT,
     REDIS_COMMAND,
 )
-for _operation in OPERATIONS:  # every series at 0 from start-up (see `worker.metrics`)
-    metrics.RETRIES.labels(_operation.label, _operation.dependency)
+# Their `rating_retries_total` series are created at 0 at start-up, by `worker.metrics.prepare`.
+
+
+class Failing:
+    """Which dependencies a process's retry loops are failing on right now.
+
+    `worker.service.health` counts a dependency whose calls keep failing as away, even when its
+    ping answers: a broker that answers metadata but refuses every produce request is away for
+    this worker. The process creates one at start-up and gives it to its retry policy (`policy`),
+    which carries it to every retry loop, and to the health watch: two processes, or two tests,
+    never share one.
+    """
+
+    def __init__(self) -> None:
+        self._loops: dict[str, int] = {}  # dependency -> the retry loops failing on it now
+
+    def on(self, dependency: str) -> bool:
+        """Whether a retried call to `dependency` is failing now (until it goes through or gives up)."""
+        return self._loops.get(dependency, 0) > 0
+
+    def began(self, dependency: str) -> None:
+        self._loops[dependency] = self._loops.get(dependency, 0) + 1
+
+    def ended(self, dependency: str) -> None:
+        self._loops[dependency] -= 1
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """How long to retry (None: for ever) and where each dependency is, as the settings say."""
+    """How long to retry (None: for ever), where each dependency is, as the settings say, and what
+    tracks the failing retry loops (None: nothing watches them, as in a one-shot command)."""
 
     give_up_after: float | None = None
     where: Mapping[str, str] = field(default_factory=dict)  # dependency -> "SETTING=address"
+    failing: Failing | None = None
 
 
 _FOREVER = Policy()
@@ -142,9 +167,9 @@ _policy: ContextVar[Policy] = ContextVar("retry_policy", default=_FOREVER)
 
 
 @contextlib.contextmanager
-def policy(give_up_after: float | None, where: Mapping[str, str]) -> Iterator[None]:
+def policy(give_up_after: float | None, where: Mapping[str, str], failing: Failing | None = None) -> Iterator[None]:
     """Retry under this policy inside the block (tasks created inside inherit it)."""
-    token = _policy.set(Policy(give_up_after, where))
+    token = _policy.set(Policy(give_up_after, where, failing))
     try:
         yield
     finally:
@@ -155,33 +180,25 @@ def where(dependency: str) -> str:
     return _policy.get().where.get(dependency, dependency)
 
 
-# Dependency -> the retry loops of this process failing on it right now (worker.service.health
-# counts a dependency whose calls keep failing as away, even when its ping answers: a broker
-# that answers metadata but refuses every produce request is away for this worker).
-_failing: dict[str, int] = {"kafka": 0, "redis": 0}
-
-
-def failing(dependency: str) -> bool:
-    """Whether a retried call to `dependency` is failing now (until it goes through or gives up)."""
-    return _failing.get(dependency, 0) > 0
-
-
 async def retrying(operation: Operation, attempt: Callable[..., Awaitable[T]], *args: Any) -> T:
     """`await attempt(*args)`, again and again until it does not fail with a transient error.
 
     Raises `Unreachable` when the policy's budget runs out, and any error that waiting cannot
-    cure at once (a non-retriable Kafka error, a bug). While it retries, `failing(dependency)`.
+    cure at once (a non-retriable Kafka error, a bug). While it retries, the policy's `Failing`
+    says the operation's dependency is failing.
     """
-    counted: list[bool] = []  # one entry once this loop counts in `_failing`
-    try:
-        return await _retrying(operation, counted, attempt, *args)
-    finally:
-        if counted:
-            _failing[operation.dependency] -= 1
-
-
-async def _retrying(operation: Operation, counted: list[bool], attempt: Callable[..., Awaitable[T]], *args: Any) -> T:
     current = _policy.get()
+    counted: list[bool] = []  # one entry once this loop counts in `current.failing`
+    try:
+        return await _retrying(operation, current, counted, attempt, *args)
+    finally:
+        if counted and current.failing is not None:
+            current.failing.ended(operation.dependency)
+
+
+async def _retrying(
+    operation: Operation, current: Policy, counted: list[bool], attempt: Callable[..., Awaitable[T]], *args: Any
+) -> T:
     delay = FIRST_DELAY
     failures = 0
     first_failure = 0.0
@@ -194,8 +211,9 @@ async def _retrying(operation: Operation, counted: list[bool], attempt: Callable
             now = time.monotonic()
             if failures == 0:
                 first_failure = now
-                _failing[operation.dependency] = _failing.get(operation.dependency, 0) + 1
-                counted.append(True)
+                if current.failing is not None:
+                    current.failing.began(operation.dependency)
+                    counted.append(True)
             failures += 1
             metrics.RETRIES.labels(operation.label, operation.dependency).inc()
             if isinstance(e, StoreUntrusted):

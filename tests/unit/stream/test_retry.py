@@ -2,6 +2,7 @@
 succeeds; a request Kafka will never take is raised at once; a one-shot command's policy gives
 up with `Unreachable`, naming the setting; every retry is counted under the operation's label."""
 
+import asyncio
 import time
 
 import pytest
@@ -9,6 +10,9 @@ import redis.exceptions
 from aiokafka import errors
 from prometheus_client import REGISTRY
 
+from worker import metrics
+from worker.engine.decoder import ErrorKind
+from worker.rules.arena import ArenaRules
 from worker.stream import retry
 from worker.stream.retry import Operation, Unreachable, retrying
 
@@ -139,8 +143,10 @@ async def test_each_retry_is_counted_under_the_operations_label() -> None:
     assert retries(second) - before_second == 2
 
 
-def test_every_operations_series_exists_from_start_up_labelled_with_its_dependency() -> None:
-    """An alert on `increase()` sees the first retry only if the series was there before it."""
+def test_every_operations_series_exists_once_prepared_labelled_with_its_dependency() -> None:
+    """An alert on `increase()` sees the first retry only if the series was there before it: the
+    process's start-up (`metrics.prepare`) creates them."""
+    metrics.prepare(ArenaRules(), ErrorKind, retry.OPERATIONS)
     exported = {
         (sample.labels["operation"], sample.labels["dependency"])
         for family in REGISTRY.collect()
@@ -159,19 +165,51 @@ def test_the_workers_operations_have_distinct_labels_and_known_dependencies() ->
 
 
 async def test_a_dependency_is_failing_while_a_call_to_it_keeps_failing_and_not_after() -> None:
+    failing = retry.Failing()
     seen: list[tuple[bool, bool]] = []
 
     async def attempt() -> str:
-        seen.append((retry.failing("redis"), retry.failing("kafka")))
+        seen.append((failing.on("redis"), failing.on("kafka")))
         if len(seen) <= 2:
             raise redis.exceptions.ConnectionError("away")
         return "done"
 
-    assert not retry.failing("redis")
-    assert await retrying(REDIS_OP, attempt) == "done"
+    assert not failing.on("redis")
+    with retry.policy(None, {}, failing):
+        assert await retrying(REDIS_OP, attempt) == "done"
     assert seen == [(False, False), (True, False), (True, False)]  # from the first failure on, Redis only
-    assert not retry.failing("redis")
+    assert not failing.on("redis")
     # Also when the loop ends without success: given up, or a bug raised.
-    with retry.policy(0.01, {}), pytest.raises(Unreachable):
+    with retry.policy(0.01, {}, failing), pytest.raises(Unreachable):
         await retrying(REDIS_OP, Flaky(redis.exceptions.ConnectionError("away"), 10**6))
-    assert not retry.failing("redis")
+    assert not failing.on("redis")
+
+
+async def test_two_processes_failing_dependencies_are_their_own() -> None:
+    """Each process's retry loops count in its own `Failing` (the one its policy carries): Redis
+    failing for one process and Kafka for another, neither sees the other's, as two tests' never
+    mix."""
+    mine, theirs = retry.Failing(), retry.Failing()
+    back = asyncio.Event()
+
+    async def away(error: Exception) -> str:
+        if not back.is_set():
+            raise error
+        return "done"
+
+    with retry.policy(None, {}, mine):
+        my_call = asyncio.create_task(retrying(REDIS_OP, away, redis.exceptions.ConnectionError("away")))
+    with retry.policy(None, {}, theirs):
+        their_call = asyncio.create_task(retrying(KAFKA_OP, away, errors.KafkaConnectionError("away")))
+    while not (mine.on("redis") and theirs.on("kafka")):
+        await asyncio.sleep(0.001)
+    assert not mine.on("kafka") and not theirs.on("redis")
+    back.set()
+    assert await my_call == "done" and await their_call == "done"
+    assert not any(f.on(d) for f in (mine, theirs) for d in ("redis", "kafka"))
+
+
+async def test_without_a_tracker_a_failing_call_is_retried_all_the_same() -> None:
+    """A one-shot command's policy carries no `Failing` (no health watch reads it)."""
+    with retry.policy(5.0, {}):
+        assert await retrying(REDIS_OP, Flaky(redis.exceptions.ConnectionError("away"), 3)) == "done"
