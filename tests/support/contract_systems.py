@@ -6,11 +6,12 @@ codec, names, traffic generator); once one registry of spec objects replaces the
 reads a spec and `SYSTEMS` lists the registry's, and no test changes.
 
 A system's streams are drawn by hypothesis, from one or more sources, each with the number of
-examples a property draws of it (`sources`, `each_source`): for `fide` and `tornelo` those their
-own properties draw (tests/support/{fide,tornelo}_streams.py: months, offsets and tournaments at
-their edges, imports between games); for the others the project's traffic generator
+examples a property draws of it (`sources`, `each_source`): the project's traffic generator
 (`worker.embedded.simulations.SIMULATIONS`) from a drawn random seed, with redeliveries mixed
-in, its seeding file parsed as `rate --seed` parses it.
+in, its seeding file parsed as `rate --seed` parses it; and those a system's own properties drew
+before the suite took them over (tests/support/<system>_streams.py, `OWN_STREAMS`): for `fide`
+and `tornelo` in its place (months, offsets and tournaments at their edges, imports between
+games), for the others beside it (edge values, bad or unrated games, imports between games).
 """
 
 import io
@@ -24,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.game_finished import GameFinished
-from tests.support import fide_streams, period_streams, tornelo_streams
+from tests.support import arena_streams, fide_streams, period_streams, tornelo_streams
 from tests.support.period_streams import Close, Item, Replayer, Stream
 from worker.embedded.simulation import ArenaSimulation
 from worker.embedded.simulations import SIMULATIONS
@@ -162,17 +163,23 @@ def same_game(value: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[st
     return [dict(value), {**value, "event_id": "again"}], [{**value, "rated": not value["rated"]}]
 
 
-# The systems whose streams are their own property tests' (the others': their traffic generator).
-OWN_STREAMS: dict[str, tuple[tuple[Source, ...], Redeliveries]] = {
-    "fide": ((Source(fide_streams.streams),), fide_streams.redeliveries),
-    "tornelo": ((Source(tornelo_streams.streams),), tornelo_streams.redeliveries),
+# A system's own property tests' streams, with the examples its own copies of the suite's
+# properties ran, the redeliveries they made, and whether the traffic generator's streams stay
+# beside them (`fide`'s and `tornelo`'s take its place: they reach the edges of months and
+# tournaments, and imports between games, that it does not).
+OWN_STREAMS: dict[str, tuple[Source, Redeliveries, bool]] = {
+    "arena": (Source(arena_streams.streams, 300), same_game, True),
+    "fide": (Source(fide_streams.streams), fide_streams.redeliveries, False),
+    "tornelo": (Source(tornelo_streams.streams), tornelo_streams.redeliveries, False),
 }
 
 
 def parts(name: str) -> SystemParts[Any]:
     """A system's parts, from the tables keyed by its name."""
     rules, simulation = RULES[name], SIMULATIONS[name]
-    sources, redeliveries = OWN_STREAMS.get(name, ((Source(simulated_streams(simulation, rules)),), same_game))
+    generated = Source(simulated_streams(simulation, rules))
+    own, redeliveries, beside = OWN_STREAMS.get(name, (generated, same_game, False))
+    sources = (generated, own) if beside else (own,)
     return SystemParts(
         name=name,
         rules=rules,
