@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.game_finished import GameFinished
-from tests.support import arena_streams, cc_streams, fide_streams, period_streams, tornelo_streams
+from tests.support import arena_streams, cc_streams, fide_streams, glicko2_streams, period_streams, tornelo_streams
 from tests.support.period_streams import Close, Item, Replayer, Stream
 from worker.embedded.simulation import ArenaSimulation
 from worker.embedded.simulations import SIMULATIONS
@@ -170,6 +170,7 @@ def same_game(value: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[st
 OWN_STREAMS: dict[str, tuple[Source, Redeliveries, bool]] = {
     "arena": (Source(arena_streams.streams, 300), same_game, True),
     "uscf-cc": (Source(cc_streams.streams, 200), cc_streams.redeliveries, True),
+    "glicko2": (Source(glicko2_streams.streams, 150), glicko2_streams.redeliveries, True),
     "fide": (Source(fide_streams.streams), fide_streams.redeliveries, False),
     "tornelo": (Source(tornelo_streams.streams), tornelo_streams.redeliveries, False),
 }
