@@ -11,7 +11,7 @@ examples a property draws of it (`sources`, `each_source`): the project's traffi
 in, its seeding file parsed as `rate --seed` parses it; and those a system's own properties drew
 before the suite took them over (tests/support/<system>_streams.py, `OWN_STREAMS`): for `fide`
 and `tornelo` in its place (months, offsets and tournaments at their edges, imports between
-games), for the others beside it (edge values, bad or unrated games, imports between games).
+games), for the others beside it (edge values, skipped games, glicko2's imports between games).
 """
 
 import io
