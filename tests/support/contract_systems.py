@@ -5,11 +5,13 @@ gathers a system's parts: today from the tables keyed by `RATING_SYSTEM` (rules,
 codec, names, traffic generator); once one registry of spec objects replaces them, `parts`
 reads a spec and `SYSTEMS` lists the registry's, and no test changes.
 
-A system's streams are drawn by hypothesis: for `fide` and `tornelo` those their own properties
-draw (tests/support/{fide,tornelo}_streams.py: months, offsets and tournaments at their edges,
-imports between games); for the others the project's traffic generator
+A system's streams are drawn by hypothesis, from one or more sources, each with the number of
+examples a property draws of it (`sources`, `each_source`): the project's traffic generator
 (`worker.embedded.simulations.SIMULATIONS`) from a drawn random seed, with redeliveries mixed
-in, its seeding file parsed as `rate --seed` parses it.
+in, its seeding file parsed as `rate --seed` parses it; and those a system's own properties drew
+before the suite took them over (tests/support/<system>_streams.py, `OWN_STREAMS`): for `fide`
+and `tornelo` in its place (months, offsets and tournaments at their edges, imports between
+games), for the others beside it (edge values, skipped games, glicko2's imports between games).
 """
 
 import io
@@ -19,10 +21,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, get_args
 
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas.game_finished import GameFinished
-from tests.support import fide_streams, period_streams, tornelo_streams
+from tests.support import arena_streams, cc_streams, fide_streams, glicko2_streams, period_streams, tornelo_streams
 from tests.support.period_streams import Close, Item, Replayer, Stream
 from worker.embedded.simulation import ArenaSimulation
 from worker.embedded.simulations import SIMULATIONS
@@ -42,6 +45,17 @@ TRAINING = 1200  # RATING_TRAINING_RATING's default: the display of an unrated p
 EVENT_SCHEMAS = {1: "arena.rating.changed.v1.schema.json", 2: "arena.rating.changed.v2.schema.json"}
 
 Redeliveries = Callable[[dict[str, Any]], tuple[list[dict[str, Any]], list[dict[str, Any]]]]
+# The examples a property draws of a source of streams, unless the source says more.
+EXAMPLES = 60
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source of a system's streams (with imports between games or not), and how many examples
+    each stream property draws of it: as many as the property test it was folded from ran."""
+
+    streams: Callable[[bool], st.SearchStrategy[Stream]]
+    examples: int = EXAMPLES
 
 
 @dataclass(frozen=True)
@@ -55,11 +69,15 @@ class SystemParts(Generic[S]):
     names: SystemNames  # its default topics, group and key prefix
     rebuild_prefix: str  # `rebuild`'s and `switch-over`'s default key prefix
     simulation: type[ArenaSimulation]  # its traffic generator
-    streams: Callable[[bool], st.SearchStrategy[Stream]]  # its streams, with imports between games or not
+    sources: tuple[Source, ...]  # where its streams are drawn
     redeliveries: Redeliveries  # a game's copies that are the same game, and copies that conflict
 
     def __str__(self) -> str:
         return self.name  # the id of a parametrized test
+
+    def streams(self, imports: bool) -> st.SearchStrategy[Stream]:
+        """A stream of any of its sources, with imports between games or not."""
+        return st.one_of(*(source.streams(imports) for source in self.sources))
 
     @property
     def periodic(self) -> bool:
@@ -95,6 +113,18 @@ class SystemParts(Generic[S]):
         if not self.periodic or not keys:
             return st.none()
         return period_streams.takes_for(stream, keys)
+
+
+def each_source(system: SystemParts[Any], imports: bool, check: Callable[[Stream, st.DataObject], None]) -> None:
+    """`check` over the system's streams: of each source, as many examples as it asks."""
+    for source in system.sources:
+
+        @settings(max_examples=source.examples, deadline=None)
+        @given(source.streams(imports), st.data())
+        def examples(stream: Stream, data: st.DataObject) -> None:
+            check(stream, data)
+
+        examples()
 
 
 def simulated(
@@ -133,17 +163,25 @@ def same_game(value: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[st
     return [dict(value), {**value, "event_id": "again"}], [{**value, "rated": not value["rated"]}]
 
 
-# The systems whose streams are their own property tests' (the others': their traffic generator).
-OWN_STREAMS: dict[str, tuple[Callable[[bool], st.SearchStrategy[Stream]], Redeliveries]] = {
-    "fide": (fide_streams.streams, fide_streams.redeliveries),
-    "tornelo": (tornelo_streams.streams, tornelo_streams.redeliveries),
+# A system's own property tests' streams, with the examples its own copies of the suite's
+# properties ran, the redeliveries they made, and whether the traffic generator's streams stay
+# beside them (`fide`'s and `tornelo`'s take its place: they reach the edges of months and
+# tournaments, and imports between games, that it does not).
+OWN_STREAMS: dict[str, tuple[Source, Redeliveries, bool]] = {
+    "arena": (Source(arena_streams.streams, 300), same_game, True),
+    "uscf-cc": (Source(cc_streams.streams, 200), cc_streams.redeliveries, True),
+    "glicko2": (Source(glicko2_streams.streams, 150), glicko2_streams.redeliveries, True),
+    "fide": (Source(fide_streams.streams), fide_streams.redeliveries, False),
+    "tornelo": (Source(tornelo_streams.streams), tornelo_streams.redeliveries, False),
 }
 
 
 def parts(name: str) -> SystemParts[Any]:
     """A system's parts, from the tables keyed by its name."""
     rules, simulation = RULES[name], SIMULATIONS[name]
-    streams, redeliveries = OWN_STREAMS.get(name, (simulated_streams(simulation, rules), same_game))
+    generated = Source(simulated_streams(simulation, rules))
+    own, redeliveries, beside = OWN_STREAMS.get(name, (generated, same_game, False))
+    sources = (generated, own) if beside else (own,)
     return SystemParts(
         name=name,
         rules=rules,
@@ -152,7 +190,7 @@ def parts(name: str) -> SystemParts[Any]:
         names=SYSTEM_NAMES[name],
         rebuild_prefix=rebuild_prefix(name),
         simulation=simulation,
-        streams=streams,
+        sources=sources,
         redeliveries=redeliveries,
     )
 

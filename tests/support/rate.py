@@ -24,8 +24,13 @@ def rate_command(
 
 
 def rate(
-    *args: str | Path, system: str | None = None, settings: Mapping[str, str] | None = None, timeout: float = 60
+    *args: str | Path,
+    system: str | None = None,
+    settings: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    timeout: float = 60,
 ) -> subprocess.CompletedProcess[bytes]:
-    """`rate_command`'s process, run to its end (within `timeout` seconds): its status, stdout and stderr."""
+    """`rate_command`'s process, given `stdin` (for the games file `-`; None: none), run to its end
+    (within `timeout` seconds): its status, stdout and stderr."""
     argv, env = rate_command(args, system, settings)
-    return subprocess.run(argv, capture_output=True, cwd=REPO, env=env, timeout=timeout, check=False)
+    return subprocess.run(argv, input=stdin, capture_output=True, cwd=REPO, env=env, timeout=timeout, check=False)

@@ -7,8 +7,6 @@ import ast
 import io
 import re
 import shutil
-import subprocess
-import sys
 import tokenize
 from pathlib import Path
 from typing import Annotated, Any, get_args
@@ -18,6 +16,7 @@ import yaml
 from prometheus_client import Counter
 from pydantic import Field
 
+from tests.support.rate import rate
 from worker import docs, metrics
 from worker.cli import build_parser, main
 from worker.docs import CONFIGMAP, CONFIGURATION, METRICS, ROOT
@@ -179,13 +178,8 @@ def test_the_contract_example_is_what_rate_writes(tmp_path: Path) -> None:
     assert command[1] == ".venv/bin/rating-worker rate games.jsonl --seed seed.csv\n"
     (tmp_path / "seed.csv").write_text(seed[1], encoding="utf-8")
     (tmp_path / "games.jsonl").write_text(game[1], encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "worker", "rate", "games.jsonl", "--seed", "seed.csv"],
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=60,
-        check=True,
-    )
+    done = rate(tmp_path / "games.jsonl", "--seed", tmp_path / "seed.csv")
+    assert done.returncode == 0, done.stderr
     assert done.stdout.decode() == output[1]
 
 

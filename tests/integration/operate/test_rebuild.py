@@ -18,6 +18,7 @@ from redis.asyncio import Redis as AsyncRedis
 
 from schemas.game_finished import GameFinished
 from tests.support.kafka import read_topic
+from tests.support.rate import rate
 from tests.support.stack import Stack
 from worker.engine.decoder import BadInput, decode_game
 from worker.engine.engine import Engine
@@ -173,12 +174,8 @@ def padded(line: bytes, size: int) -> bytes:
 
 def offline_states(lines: list[bytes], seed: Path) -> dict[str, dict[str, Any]]:
     """Each rating's last `state`, from `rate` over `seed` and these games in this order."""
-    offline = subprocess.run(
-        [sys.executable, "-m", "worker", "rate", "-", "--seed", str(seed), "--dlq", "/dev/null"],
-        input=b"\n".join(lines) + b"\n",
-        capture_output=True,
-        check=True,
-    )
+    offline = rate("-", "--seed", seed, "--dlq", "/dev/null", stdin=b"\n".join(lines) + b"\n")
+    assert offline.returncode == 0, offline.stderr
     out: dict[str, dict[str, Any]] = {}
     for line in offline.stdout.splitlines():
         e = json.loads(line)

@@ -16,6 +16,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from tests.support.kafka import Record, read_topic
+from tests.support.rate import rate
 from tests.support.stack import Stack
 from worker.rules.glicko2 import GlickoState
 from worker.store.state_codec import decode_glicko2_state, decode_state
@@ -229,12 +230,8 @@ async def test_switch_over_brings_forward_the_applied_copy_of_a_game_after_the_r
 
 def offline_states(lines: list[bytes], seed: Path) -> dict[str, dict[str, Any]]:
     """Each rating's last `state`, from `rate` over `seed` and these games in this order."""
-    offline = subprocess.run(
-        [sys.executable, "-m", "worker", "rate", "-", "--seed", str(seed), "--dlq", "/dev/null"],
-        input=b"\n".join(lines) + b"\n",
-        capture_output=True,
-        check=True,
-    )
+    offline = rate("-", "--seed", seed, "--dlq", "/dev/null", stdin=b"\n".join(lines) + b"\n")
+    assert offline.returncode == 0, offline.stderr
     out: dict[str, dict[str, Any]] = {}
     for line in offline.stdout.splitlines():
         e = json.loads(line)

@@ -3,8 +3,6 @@
 import asyncio
 import json
 import signal
-import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -15,6 +13,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from tests.support import records as game_records
 from tests.support.audit import audit, read_store
 from tests.support.kafka import read_topic
+from tests.support.rate import rate
 from tests.support.stack import Stack
 from worker.embedded.simulation import ArenaSimulation
 
@@ -25,11 +24,8 @@ pytestmark = pytest.mark.integration
 
 
 def offline(games: Path, seed: Path) -> list[bytes]:
-    done = subprocess.run(
-        [sys.executable, "-m", "worker", "rate", str(games), "--seed", str(seed), "--dlq", "/dev/null"],
-        capture_output=True,
-        check=True,
-    )
+    done = rate(games, "--seed", seed, "--dlq", "/dev/null")
+    assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
 

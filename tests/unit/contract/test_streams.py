@@ -4,19 +4,21 @@ changes nothing, and each rating's events come in gapless `seq`, each `rating_be
 rating after the event before (docs/contract.md: "Output", "Duplicates and the idempotency
 record", "Version 2" and the per-period systems' "Order").
 
-Each property runs 60 examples per system (the count the per-period systems' own copies of these
-properties ran before the suite took them over)."""
+Each property draws, of each source of a system's streams, the examples that source asks
+(`Source.examples`: 60, or as many as the system's own copy of the property ran before the suite
+took it over); `rate`'s property 60 per system."""
 
 import io
 import json
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.contract_systems import SYSTEMS, SystemParts
+from tests.support.contract_systems import SYSTEMS, SystemParts, each_source
 from tests.support.period_streams import Stream, line, per_key
 from worker.engine.engine import Verdict
 from worker.replay.replay import replay as rate
@@ -27,17 +29,15 @@ every_system = pytest.mark.parametrize("system", SYSTEMS, ids=str)
 
 
 @every_system
-@EXAMPLES
-@given(st.data())
-def test_replaying_a_stream_twice_gives_identical_bytes_and_states(
-    system: SystemParts[Any], data: st.DataObject
-) -> None:
-    stream = data.draw(system.streams(True))
-    first, store = system.replayer.replay(stream)
-    second, again = system.replayer.replay(stream)
-    assert [u.payload for u in first] == [u.payload for u in second]
-    assert store.states == again.states
-    assert store.calendar == again.calendar
+def test_replaying_a_stream_twice_gives_identical_bytes_and_states(system: SystemParts[Any]) -> None:
+    def check(stream: Stream, data: st.DataObject) -> None:
+        first, store = system.replayer.replay(stream)
+        second, again = system.replayer.replay(stream)
+        assert [u.payload for u in first] == [u.payload for u in second]
+        assert store.states == again.states
+        assert store.calendar == again.calendar
+
+    each_source(system, True, check)
 
 
 @every_system
@@ -60,15 +60,14 @@ async def test_rate_writes_the_events_of_the_engine_the_same_every_time(
 
 
 @every_system
-@EXAMPLES
-@given(st.data())
-def test_a_redelivered_game_changes_nothing_and_publishes_nothing(
-    system: SystemParts[Any], data: st.DataObject
-) -> None:
+def test_a_redelivered_game_changes_nothing_and_publishes_nothing(system: SystemParts[Any]) -> None:
     """The same game again (as it was, or differing only in what is not one of its facts) is a
     duplicate; with other facts, a conflict: either way no event and no state changes, and the
     stream's output is the same with the copies in it as without."""
-    stream = data.draw(system.streams(True))
+    each_source(system, True, partial(redelivered, system))
+
+
+def redelivered(system: SystemParts[Any], stream: Stream, data: st.DataObject) -> None:
     games = [i for i, item in enumerate(stream.items) if isinstance(item, dict)]
     if not games:
         return
@@ -98,17 +97,16 @@ def hundredths(rating: Decimal | None) -> Hundredths | None:
 
 
 @every_system
-@EXAMPLES
-@given(st.data())
-def test_each_rating_changes_in_gapless_seq_from_its_previous_rating(
-    system: SystemParts[Any], data: st.DataObject
-) -> None:
+def test_each_rating_changes_in_gapless_seq_from_its_previous_rating(system: SystemParts[Any]) -> None:
     """Read from the published bytes, every close whole or a close taking some ratings at once:
     each rating's `seq` runs 1, 2, 3... with its state's; `rating_before` is the rating of the
     state before (a rating never seen: the system's own, null but for glicko2's 1500.00), null
     for an import over no state; `rating_after` the state's rating; the displays those of the
     states before and after (the rating rounded, or the training rating while unrated)."""
-    stream = data.draw(system.streams(True))
+    each_source(system, True, partial(gapless, system))
+
+
+def gapless(system: SystemParts[Any], stream: Stream, data: st.DataObject) -> None:
     training = system.new_engine().training_rating
 
     def shown(rating: Hundredths | None) -> int:
@@ -130,16 +128,17 @@ def test_each_rating_changes_in_gapless_seq_from_its_previous_rating(
 
 
 @pytest.mark.parametrize("system", [s for s in SYSTEMS if s.periodic], ids=str)
-@EXAMPLES
-@given(st.data())
 def test_a_close_that_takes_some_ratings_at_once_gives_each_rating_the_events_of_a_whole_close(
-    system: SystemParts[Any], data: st.DataObject
+    system: SystemParts[Any],
 ) -> None:
     """A per-period system (docs/contract.md, "Order"): the ratings a close leaves are closed
     by their next game (its close events first), or when the close is finished; per rating, the
     same events as `rate`'s close lines."""
-    stream = data.draw(system.streams(True))
-    whole, store = system.replayer.replay(stream)
-    partly, other = system.replayer.replay(stream, data.draw(system.takes(stream)))
-    assert per_key(partly) == per_key(whole)
-    assert other.states == store.states
+
+    def check(stream: Stream, data: st.DataObject) -> None:
+        whole, store = system.replayer.replay(stream)
+        partly, other = system.replayer.replay(stream, data.draw(system.takes(stream)))
+        assert per_key(partly) == per_key(whole)
+        assert other.states == store.states
+
+    each_source(system, True, check)
