@@ -47,7 +47,7 @@ from stream_bench import (
     workload,
 )
 
-from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.traffic import ArenaSimulation
 from worker.store import keys
 
 Result = dict[str, float]

@@ -31,9 +31,9 @@ from redis.asyncio import Redis
 from worker.embedded.stack import RedisServer
 from worker.engine.engine import Engine, SeedRow
 from worker.rules.arena import ArenaRules
+from worker.rules.arena_state import UNSEEN, RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.state import UNSEEN, RatingState
 from worker.store import keys
 from worker.store.protocol import StateWrite, Write
 from worker.store.redis_store import RedisStore

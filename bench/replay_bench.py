@@ -4,7 +4,7 @@
                                            [--systems arena,uscf-cc,glicko2]
 
 For each system of `--systems` (default: every one) it generates, once, as many games among as
-many players with that system's generator (`worker.embedded.simulation.SIMULATIONS`: the arena's
+many players with that system's generator (`worker.embedded.traffic.SIMULATIONS`: the arena's
 games, the correspondence games of `uscf-cc`, the arena's games over months for `glicko2`) and
 its seeding file, cached in the workdir under
 names that include the system. Each run then times, one after the other and interleaved, for each
@@ -40,15 +40,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.game_finished import GameFinished
-from worker.embedded.simulations import SIMULATIONS
+from worker.embedded.traffic_by_name import SIMULATIONS
 from worker.engine.engine import Engine, SeedRow
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.arena import ArenaRules
+from worker.rules.arena_state import UNSEEN, RatingState
+from worker.rules.by_name import RULES
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.period_system import periodic
-from worker.rules.state import UNSEEN, RatingState
-from worker.rules.systems import RULES
+from worker.rules.period_interface import periodic
 from worker.store.schedule import SeedItem, apply_in_order
 from worker.store.state_codec import CODECS
 

@@ -68,8 +68,6 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from redis.asyncio import Redis
 
-from worker.embedded.simulation import ArenaSimulation
-from worker.embedded.simulations import SIMULATIONS
 from worker.embedded.stack import (
     TANSU_FETCH_WAIT_MS,
     Broker,
@@ -78,11 +76,13 @@ from worker.embedded.stack import (
     start_worker,
     worker_env,
 )
+from worker.embedded.traffic import ArenaSimulation
+from worker.embedded.traffic_by_name import SIMULATIONS
 from worker.engine.decoder import decode_game
 from worker.engine.engine import Engine, Verdict
 from worker.rules.arena import ArenaRules
+from worker.rules.arena_state import UNSEEN
 from worker.rules.hundredths import Points
-from worker.rules.state import UNSEEN
 from worker.service import memory_trace
 from worker.settings import WorkerSettings
 from worker.store import keys

@@ -21,10 +21,10 @@ from worker.operate.external_sort import MIN_BUDGET_BYTES
 from worker.replay.progress import Progress
 from worker.replay.replay import replay
 from worker.replay.seed_file import read_seed_file
+from worker.rules.by_name import RULES
 from worker.rules.hundredths import Points
-from worker.rules.period_system import periodic
-from worker.rules.system import SeedRow
-from worker.rules.systems import RULES
+from worker.rules.interface import SeedRow
+from worker.rules.period_interface import periodic
 from worker.settings import RulesSettings
 
 if TYPE_CHECKING:
@@ -525,7 +525,7 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from worker.embedded.simulations import SIMULATIONS  # noqa: PLC0415  # only this command needs it
+    from worker.embedded.traffic_by_name import SIMULATIONS  # noqa: PLC0415  # only this command needs it
 
     settings = _rules_settings(None)
     sim = SIMULATIONS[settings.system](args.players, seed=args.random_seed)

@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 from worker import metrics
 from worker.engine.decoder import ErrorKind
 from worker.metrics import LATENCY_BUCKETS, LabelValues
-from worker.rules.system import Kind, Skip
+from worker.rules.interface import Kind, Skip
 from worker.settings import RulesSettings, SystemNames, WorkerSettings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,7 +207,7 @@ def label_values() -> dict[MetricWrapperBase, dict[str, LabelValues]]:
     the decoder's error kinds and every system's kinds (in `Kind`'s order), categories (the
     arena's first) and skip reasons (in `Skip`'s order), which `worker.metrics` is given; and the
     retry operations, which it cannot import (`worker.stream.retry` imports it)."""
-    from worker.rules.systems import RULES  # noqa: PLC0415
+    from worker.rules.by_name import RULES  # noqa: PLC0415
     from worker.stream.retry import OPERATIONS  # noqa: PLC0415  # Kafka and Redis clients load only here
 
     retries: dict[str, LabelValues] = {
@@ -263,7 +263,7 @@ def _values_text(values: LabelValues) -> str:
 
 
 def _system_values() -> list[str]:
-    from worker.rules.systems import RULES  # noqa: PLC0415
+    from worker.rules.by_name import RULES  # noqa: PLC0415
 
     return [
         f"- `{name}`: kinds {_values_text(tuple(rules.kinds))}; categories {_values_text(rules.categories)}; "

@@ -184,7 +184,7 @@ def label_values(
 
 
 class SystemLabels(Protocol):
-    """What the metrics need of a rating system (a `worker.rules.system.RatingSystem` is one)."""
+    """What the metrics need of a rating system (a `worker.rules.interface.RatingSystem` is one)."""
 
     @property
     def categories(self) -> Iterable[str]: ...

@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from worker.rules.by_name import RULES
 from worker.rules.hundredths import parse_fixed2
-from worker.rules.system import RatingSystem
-from worker.rules.systems import RULES
+from worker.rules.interface import RatingSystem
 from worker.rules.tornelo import Parameters, TorneloRules
 
 # Kafka's own rule for topic names.
@@ -99,7 +99,7 @@ def rebuild_prefix(system: str) -> str:
 
 
 # tornelo's own topic and group besides (its tournament ends): no other system may take them.
-TORNELO_EXTRA = {"topic": "arena.tournament.finished.v1", "group": "rating-worker-tornelo-close"}
+TORNELO_CLOSE_NAMES = {"topic": "arena.tournament.finished.v1", "group": "rating-worker-tornelo-close"}
 OWN_NAMES = ("topic_ratings", "topic_dead_letters", "kafka_group_id", "redis_key_prefix")
 
 
@@ -125,9 +125,9 @@ def name_problems(system: str, names: SystemNames) -> list[str]:
                         problems.append(f"RATING_{field.upper()}={value} is the {role} topic of the system {other}")
                 if other != system and field == "topic_ratings" and value == theirs.topic_dead_letters:
                     problems.append(f"RATING_TOPIC_RATINGS={value} is the dead-letter topic of the system {other}")
-            if value == TORNELO_EXTRA["topic"] and system != "tornelo":
+            if value == TORNELO_CLOSE_NAMES["topic"] and system != "tornelo":
                 problems.append(f"RATING_{field.upper()}={value} is the tournament topic of the system tornelo")
-        if field == "kafka_group_id" and value == TORNELO_EXTRA["group"] and system != "tornelo":
+        if field == "kafka_group_id" and value == TORNELO_CLOSE_NAMES["group"] and system != "tornelo":
             problems.append(f"RATING_KAFKA_GROUP_ID={value} is the close group of the system tornelo")
     if system == "uscf-cc" and names.topic_games == SYSTEM_NAMES["arena"].topic_games:
         problems.append(

@@ -33,9 +33,9 @@ from schemas.game_finished import GameFinished
 from worker.engine.engine import Engine
 from worker.replay.seed_file import read_seed_file
 from worker.rules.arena import ArenaRules
+from worker.rules.arena_state import RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Points
-from worker.rules.state import RatingState
 from worker.store.state_codec import decode_state, encode_state
 
 GAMES_TOPIC, RATINGS_TOPIC, GROUP = "bench.games", "bench.ratings", "bench"

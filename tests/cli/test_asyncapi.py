@@ -15,8 +15,8 @@ import yaml
 from worker.engine.contracts import contract_of
 from worker.engine.decoder import ErrorKind
 from worker.operate.topics import TopicSpec, topic_specs
-from worker.rules.period_system import periodic
-from worker.rules.systems import RULES
+from worker.rules.by_name import RULES
+from worker.rules.period_interface import periodic
 from worker.settings import WorkerSettings
 from worker.stream.dead_letters import ERROR_HEADERS, TRUNCATED_HEADER
 

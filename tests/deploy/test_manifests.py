@@ -567,7 +567,7 @@ def test_the_dockerfile_builds_this_repo_into_a_small_non_root_image() -> None:
 def test_the_alerts_and_the_dashboard_hold_for_every_rating_system() -> None:
     """No expression selects a kind, category, skip reason or system of its own: each holds for a
     deployment of any system (its series differ by those values and by `system`, not by name)."""
-    from worker.rules.systems import RULES  # noqa: PLC0415
+    from worker.rules.by_name import RULES  # noqa: PLC0415
 
     values = {"system": set(RULES)}
     values["kind"] = {k.value for rules in RULES.values() for k in rules.kinds}

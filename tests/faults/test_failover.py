@@ -29,8 +29,8 @@ from tests.support.kafka import committed, read_topic
 from tests.support.processes import Processes
 from tests.support.replication import promote, start_replica
 from tests.support.stack import Stack, require_local
-from worker.embedded.simulation import ArenaSimulation
 from worker.embedded.stack import RedisServer
+from worker.embedded.traffic import ArenaSimulation
 from worker.engine.engine import SeedRow
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths

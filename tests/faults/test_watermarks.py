@@ -16,7 +16,7 @@ from tests.support.audit import audit
 from tests.support.games import keyed
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
-from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.traffic import ArenaSimulation
 from worker.store import keys
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from schemas.game_finished import GameFinished
 from tests.support.period_streams import Item, Stream
 from worker.rules.categories import Category
-from worker.rules.system import SeedRow
+from worker.rules.interface import SeedRow
 
 PLAYERS = [f"p{i}" for i in range(6)]
 # Rated controls of each category, and two the arena does not rate.

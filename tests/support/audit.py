@@ -26,11 +26,11 @@ from tests.support.stack import Stack
 from worker.engine.contracts import contract_of
 from worker.rules import glicko2, uscf_cc
 from worker.rules.arena import ArenaRules
+from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
+from worker.rules.by_name import RULES
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths
-from worker.rules.state import UNSEEN, QualifyingGame, RatingState
-from worker.rules.system import Change, Pairing, Rated
-from worker.rules.systems import RULES
+from worker.rules.interface import Change, Pairing, Rated
 from worker.settings import SYSTEM_NAMES
 from worker.store import keys
 from worker.store.state_codec import CODECS

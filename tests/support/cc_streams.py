@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from schemas.correspondence_game import CorrespondenceGameFinished
 from tests.support.period_streams import Item, Stream
 from worker.rules.hundredths import Hundredths
-from worker.rules.system import SeedRow
+from worker.rules.interface import SeedRow
 
 PLAYERS = [f"p{i}" for i in range(6)]
 CATEGORY = "correspondence"

@@ -7,7 +7,7 @@ reads a spec and `SYSTEMS` lists the registry's, and no test changes.
 
 A system's streams are drawn by hypothesis, from one or more sources, each with the number of
 examples a property draws of it (`sources`, `each_source`): the project's traffic generator
-(`worker.embedded.simulations.SIMULATIONS`) from a drawn random seed, with redeliveries mixed
+(`worker.embedded.traffic_by_name.SIMULATIONS`) from a drawn random seed, with redeliveries mixed
 in, its seeding file parsed as `rate --seed` parses it; and those a system's own properties drew
 before the suite took them over (tests/support/<system>_streams.py, `OWN_STREAMS`): for `fide`
 and `tornelo` in its place (months, offsets and tournaments at their edges, imports between
@@ -27,15 +27,15 @@ from hypothesis import strategies as st
 from schemas.game_finished import GameFinished
 from tests.support import arena_streams, cc_streams, fide_streams, glicko2_streams, period_streams, tornelo_streams
 from tests.support.period_streams import Close, Item, Replayer, Stream
-from worker.embedded.simulation import ArenaSimulation
-from worker.embedded.simulations import SIMULATIONS
+from worker.embedded.traffic import ArenaSimulation
+from worker.embedded.traffic_by_name import SIMULATIONS
 from worker.engine.contracts import CONTRACTS, Contract
 from worker.engine.engine import Engine
 from worker.engine.seed_rows import parse_seed_rows
+from worker.rules.by_name import RULES
 from worker.rules.hundredths import Points
-from worker.rules.period_system import periodic
-from worker.rules.system import RatingSystem, S
-from worker.rules.systems import RULES
+from worker.rules.interface import RatingSystem, S
+from worker.rules.period_interface import periodic
 from worker.settings import SYSTEM_NAMES, System, SystemNames, rebuild_prefix
 from worker.store.protocol import StateCodec
 from worker.store.state_codec import CODECS

@@ -25,7 +25,7 @@ from tests.support.period_streams import Close, Import, Item, Replayer, Stream
 from worker.engine.engine import Engine, Update
 from worker.rules.fide import FideRules, FideState, parse_seed_row
 from worker.rules.hundredths import Points
-from worker.rules.system import SeedRow
+from worker.rules.interface import SeedRow
 
 PLAYERS = [f"p{i}" for i in range(8)]
 CATEGORIES = ["rapid", "blitz", "bullet"]

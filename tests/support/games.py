@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from schemas.game_finished import GameFinished
 from worker.engine.engine import Engine, SeedRow, Update, Verdict
 from worker.rules.arena import ArenaRules
+from worker.rules.arena_state import UNSEEN, RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.state import UNSEEN, RatingState
 from worker.store.protocol import StateWrite, Write
 
 BLITZ = Category.BLITZ

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from schemas.system_game import SystemGameFinished
 from tests.support.period_streams import Import, Item, Stream
 from worker.rules.glicko2 import parse_seed_row
-from worker.rules.system import SeedRow
+from worker.rules.interface import SeedRow
 
 PLAYERS = [f"p{i}" for i in range(6)]
 CATEGORIES = ["rapid", "blitz", "bullet"]

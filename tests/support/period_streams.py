@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from schemas.game_finished import GameFinished
 from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, Update
-from worker.rules.system import S, SeedRow
+from worker.rules.interface import S, SeedRow
 
 
 @dataclass(frozen=True)

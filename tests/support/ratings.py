@@ -17,7 +17,7 @@ from typing import Generic
 
 from schemas.game_finished import GameFinished
 from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, Update, Verdict
-from worker.rules.system import S
+from worker.rules.interface import S
 
 
 class Ratings(Generic[S]):

@@ -12,8 +12,8 @@ from typing import Any
 from tests.support.audit import read_store
 from tests.support.rate import rate as rate_process
 from tests.support.stack import Stack
-from worker.embedded.simulation import ArenaSimulation
-from worker.embedded.simulations import SIMULATIONS
+from worker.embedded.traffic import ArenaSimulation
+from worker.embedded.traffic_by_name import SIMULATIONS
 from worker.settings import SYSTEM_NAMES
 from worker.store import keys
 

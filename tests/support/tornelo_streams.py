@@ -24,7 +24,7 @@ from tests.support import period_streams
 from tests.support.period_streams import Close, Import, Item, Replayer, Stream
 from worker.engine.engine import Engine, Update
 from worker.rules.hundredths import Points
-from worker.rules.system import SeedRow
+from worker.rules.interface import SeedRow
 from worker.rules.tornelo import TorneloRules, TorneloState, parse_seed_row
 
 PLAYERS = [f"p{i}" for i in range(8)]

@@ -21,9 +21,9 @@ from worker import docs, metrics
 from worker.cli import build_parser, main
 from worker.docs import CONFIGMAP, CONFIGURATION, METRICS, ROOT
 from worker.engine.decoder import ErrorKind
+from worker.rules.by_name import RULES
 from worker.rules.categories import Category
-from worker.rules.system import Kind, Skip
-from worker.rules.systems import RULES
+from worker.rules.interface import Kind, Skip
 from worker.settings import System, WorkerSettings
 from worker.stream.retry import OPERATIONS
 

@@ -47,14 +47,14 @@ LAYERS = "The worker's layers"
 @pytest.mark.parametrize(
     ("module", "planted", "broken"),
     [
-        ("worker/rules/state.py", "import worker.settings", LAYERS),
+        ("worker/rules/arena_state.py", "import worker.settings", LAYERS),
         ("worker/engine/events.py", "import worker.store.protocol", LAYERS),
         ("worker/store/keys.py", "import worker.stream.retry", LAYERS),
         ("worker/stream/consumer.py", "import worker.service.health", LAYERS),
         ("worker/replay/replay.py", "import worker.stream.retry", LAYERS),  # independent layers
         ("worker/metrics.py", "import worker.engine.decoder", LAYERS),  # independent layers
         ("worker/settings.py", "import worker.docs", LAYERS),
-        ("worker/metrics.py", "import worker.rules.system", "The metrics are given their systems' values"),
+        ("worker/metrics.py", "import worker.rules.interface", "The metrics are given their systems' values"),
         ("worker/engine/events.py", "import redis", "The rules and the engine are pure"),
         ("worker/rules/tables.py", "import asyncio", "The rules and the engine are pure"),
         ("worker/engine/engine.py", "import time", "The rules and the engine are pure"),

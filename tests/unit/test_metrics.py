@@ -10,8 +10,8 @@ from worker import metrics
 from worker.engine.decoder import ErrorKind
 from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
-from worker.rules.system import Kind
-from worker.rules.uscf_cc import CcRules
+from worker.rules.interface import Kind
+from worker.rules.uscf_cc import UscfCcRules
 from worker.stream.consumer import forget_series
 from worker.stream.retry import OPERATIONS
 
@@ -57,7 +57,7 @@ def test_importing_every_worker_module_creates_no_labelled_series() -> None:
 
 
 def test_a_deployment_has_the_series_of_its_own_system_each_labelled_with_it() -> None:
-    cc = CcRules()
+    cc = UscfCcRules()
     try:
         metrics.prepare(cc, ErrorKind, OPERATIONS)
         for kind in cc.kinds:

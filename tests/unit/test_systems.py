@@ -3,10 +3,10 @@ takes. A system added to one layer and forgotten in another fails here, not in a
 
 from typing import get_args
 
-from worker.embedded.simulations import SIMULATIONS
+from worker.embedded.traffic_by_name import SIMULATIONS
 from worker.engine.contracts import CONTRACTS
-from worker.rules.period_system import periodic
-from worker.rules.systems import RULES
+from worker.rules.by_name import RULES
+from worker.rules.period_interface import periodic
 from worker.settings import SYSTEM_NAMES, System
 from worker.store.redis_store import STORES
 from worker.store.state_codec import CODECS

@@ -21,12 +21,12 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from worker.embedded.simulation import ArenaSimulation
-from worker.embedded.simulations import SIMULATIONS
 from worker.embedded.stack import TANSU_FETCH_WAIT_MS, Broker, RedisServer, create_topics, start_worker, worker_env
+from worker.embedded.traffic import ArenaSimulation
+from worker.embedded.traffic_by_name import SIMULATIONS
 from worker.operate.importer import import_ratings
 from worker.replay.seed_file import read_seed_file
-from worker.rules.systems import RULES
+from worker.rules.by_name import RULES
 from worker.settings import WorkerSettings
 
 PARTITIONS = 4

@@ -9,7 +9,7 @@ from typing import Any, Generic, cast
 from worker.engine.events import Published, RatingEvent, encode, read_v1
 from worker.engine.events_periods import encode_fide, encode_tornelo, read_fide, read_tornelo
 from worker.engine.events_v2 import encode_cc, encode_glicko2, read_cc, read_glicko2
-from worker.rules.system import RatingSystem, S
+from worker.rules.interface import RatingSystem, S
 
 
 @dataclass(frozen=True, slots=True)

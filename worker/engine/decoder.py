@@ -13,8 +13,8 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.close_line import CloseLine
 from schemas.game_finished import GameFinished
-from worker.rules.period_system import periodic
-from worker.rules.system import RatingSystem
+from worker.rules.interface import RatingSystem
+from worker.rules.period_interface import periodic
 
 M = TypeVar("M", bound=BaseModel)  # a game's model, or a close line's
 

@@ -3,11 +3,11 @@
 Pure: the caller loads the states and the game's idempotency record, calls the engine, and
 stores what it returns. The offline replay keeps them in dicts; the streaming worker keeps
 them in Redis. Both call this unchanged, for every rating system: the system's rules
-(`worker.rules.system.RatingSystem`) say what a game does to a rating, the engine does the
+(`worker.rules.interface.RatingSystem`) say what a game does to a rating, the engine does the
 rest (duplicates, sequence numbers, event ids, the seeding policy) and has the system's
 contract (`worker.engine.contracts`) encode each event once.
 
-A per-period system (`worker.rules.period_system.PeriodSystem`: `fide`, `tornelo`) records its
+A per-period system (`worker.rules.period_interface.PeriodSystem`: `fide`, `tornelo`) records its
 games in their period and changes ratings when a period closes. For it the engine also owns,
 the same for each: the close events (`close`: event id `period/{P}/{player}/{category}`, the
 next `seq`, null game fields), their order (a close's ratings in the byte order of their keys:
@@ -27,8 +27,8 @@ from schemas.game_finished import GameFinished
 from worker.engine.contracts import contract_of
 from worker.engine.events import RatingEvent, rating_key
 from worker.rules.hundredths import ONE, Hundredths, Points
-from worker.rules.period_system import PeriodSystem, periodic
-from worker.rules.system import Change, Kind, Rated, RatingSystem, S, SeedRow, Skip
+from worker.rules.interface import Change, Kind, Rated, RatingSystem, S, SeedRow, Skip
+from worker.rules.period_interface import PeriodSystem, periodic
 
 __all__ = [
     "RESTORED",

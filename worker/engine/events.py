@@ -9,9 +9,9 @@ from json.encoder import encode_basestring  # C-accelerated; keeps non-ASCII as 
 from typing import Generic, NamedTuple
 
 from schemas.rating_changed import RatingChanged
+from worker.rules.arena_state import QualifyingGame, RatingState
 from worker.rules.hundredths import Hundredths, Points, format_fixed2
-from worker.rules.state import QualifyingGame, RatingState
-from worker.rules.system import Kind, S
+from worker.rules.interface import Kind, S
 
 _SCORES = {100: "1", 50: "0.5", 0: "0"}
 

@@ -15,7 +15,7 @@ from worker.engine.events_v2 import SCORES, fixed2, head, hundredths_of, quoted
 from worker.rules.fide import Entry as FideEntry
 from worker.rules.fide import FideDetail, FideState, Held, Pooled
 from worker.rules.hundredths import Hundredths, format_fixed2
-from worker.rules.system import Kind
+from worker.rules.interface import Kind
 from worker.rules.tornelo import Entry as TorneloEntry
 from worker.rules.tornelo import Millionths, TorneloDetail, TorneloState
 

@@ -17,7 +17,7 @@ from schemas.rating_changed_v2 import CcRatingChanged, Glicko2RatingChanged
 from worker.engine.events import Published, RatingEvent, rating_key
 from worker.rules.glicko2 import GlickoState, Nanos
 from worker.rules.hundredths import Hundredths, format_fixed2
-from worker.rules.system import Kind
+from worker.rules.interface import Kind
 from worker.rules.uscf_cc import CcState
 
 SYSTEM = "uscf-cc"

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from worker.rules.system import RatingSystem, SeedRow
+from worker.rules.interface import RatingSystem, SeedRow
 
 
 class SeedFileError(Exception):

@@ -31,7 +31,7 @@ from schemas.game_finished import GameFinished
 from worker.engine.engine import facts_digest
 from worker.operate.redis_ops import CHUNK, with_retry
 from worker.operate.topic_scan import scan
-from worker.rules.system import RatingSystem
+from worker.rules.interface import RatingSystem
 from worker.settings import WorkerSettings
 from worker.store import records
 

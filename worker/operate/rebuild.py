@@ -56,7 +56,7 @@ from worker.operate.topic_scan import scan
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.hundredths import Points
 from worker.rules.instants import instant
-from worker.rules.system import RatingSystem, S
+from worker.rules.interface import RatingSystem, S
 from worker.service.owner import own_prefix
 from worker.settings import KEY_PATTERN_CHARS, SYSTEM_NAMES, WorkerSettings
 from worker.store import records

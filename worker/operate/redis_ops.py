@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from worker.rules.system import S
+from worker.rules.interface import S
 from worker.service.connections import close_quietly, make_redis
 from worker.settings import WorkerSettings
 from worker.store import keys

@@ -54,7 +54,7 @@ from worker.engine.engine import RESTORED
 from worker.operate.redis_ops import CHUNK, connected, matching_keys, pipelined, unlink_all, with_retry
 from worker.operate.topic_scan import scan
 from worker.operate.topics import COMPACTION_LAG_MS
-from worker.rules.system import Kind, S
+from worker.rules.interface import Kind, S
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys, records

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from worker.engine.engine import CloseOutcome, Engine, Update
 from worker.replay.memory_store import MemoryStore
-from worker.rules.system import S
+from worker.rules.interface import S
 from worker.store.schedule import CloseItem, apply_in_order
 
 # Ratings closed per batch: as many as a chunk of `rate`'s games (see worker.replay.replay).

@@ -27,7 +27,7 @@ from worker.engine.engine import Engine, GameOutcome, SeedOutcome, SeedRow, Seed
 from worker.replay.closes import close_period
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.replay.progress import Progress
-from worker.rules.system import S
+from worker.rules.interface import S
 from worker.store.schedule import SeedItem, apply_in_order
 
 # Lines (and seeding rows) per chunk: enough that a chunk's fixed costs (a snapshot, one apply)

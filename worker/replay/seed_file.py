@@ -6,7 +6,7 @@ from typing import Any
 
 from worker.engine.seed_rows import SeedFileError, parse_seed_rows
 from worker.rules.arena import ArenaRules
-from worker.rules.system import RatingSystem, SeedRow
+from worker.rules.interface import RatingSystem, SeedRow
 
 _ARENA = ArenaRules()
 

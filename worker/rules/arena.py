@@ -13,11 +13,11 @@ from pydantic import ValidationError
 
 from schemas.game_finished import GameFinished
 from schemas.seed_record import SeedRecord
+from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.categories import Category, category_of
 from worker.rules.hundredths import ONE, Hundredths, Points, hundredths, round_half_up
+from worker.rules.interface import Change, Kind, Pairing, Rated, SeedRow, Skip
 from worker.rules.seed_rows import fixed2, rated_games, seed_fields
-from worker.rules.state import UNSEEN, QualifyingGame, RatingState
-from worker.rules.system import Change, Kind, Pairing, Rated, SeedRow, Skip
 from worker.rules.tables import dp_for, pd_higher
 
 FLOOR = Hundredths(1000 * ONE)  # a rating under 1000.00 is lost; exactly 1000.00 is kept
@@ -100,7 +100,7 @@ def arena_category(game: GameFinished) -> Category | Skip:
 
 @dataclass(frozen=True, slots=True)
 class ArenaRules:
-    """The arena's rating system (see `worker.rules.system.RatingSystem`)."""
+    """The arena's rating system (see `worker.rules.interface.RatingSystem`)."""
 
     name = "arena"
     game_model = GameFinished

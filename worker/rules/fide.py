@@ -36,9 +36,9 @@ from worker.rules.arena import arena_category
 from worker.rules.categories import Category
 from worker.rules.finished_at import month_number, month_of, next_month, refusal
 from worker.rules.hundredths import ONE, RESULT_SCORES, Hundredths, Points, round_half_away, round_half_up
-from worker.rules.period_system import Lookup
+from worker.rules.interface import Change, Kind, Rated, SeedRow, Skip
+from worker.rules.period_interface import Lookup
 from worker.rules.seed_rows import rated_games, seed_fields, whole_rating
-from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 from worker.rules.tables import dp_for, pd_higher
 
 LOWEST = Hundredths(1400 * ONE)  # the lowest published rating (7.1.4, 7.2.1)
@@ -307,8 +307,8 @@ def parse_seed_row(fields: list[str]) -> SeedRow:
 
 @dataclass(frozen=True, slots=True)
 class FideRules:
-    """FIDE per month as a rating system (`worker.rules.system.RatingSystem` and its per-period
-    entry point `worker.rules.period_system.PeriodSystem`): the arena's games, categories and
+    """FIDE per month as a rating system (`worker.rules.interface.RatingSystem` and its per-period
+    entry point `worker.rules.period_interface.PeriodSystem`): the arena's games, categories and
     counted games (F2); every counted game recorded, none rated at once."""
 
     name = "fide"

@@ -34,8 +34,8 @@ from worker.rules.categories import Category
 from worker.rules.finished_at import cached_instant, refusal, units
 from worker.rules.hundredths import Hundredths
 from worker.rules.instants import DAY
+from worker.rules.interface import Change, Kind, Rated, SeedRow, Skip
 from worker.rules.seed_rows import fixed2, rated_games, seed_fields
-from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 
 Nanos = NewType("Nanos", int)  # a volatility in units of 10^-9: 0.09 is 90_000_000
 
@@ -298,7 +298,7 @@ def parse_seed_row(fields: list[str]) -> SeedRow:
 
 @dataclass(frozen=True, slots=True)
 class GlickoRules:
-    """Glicko-2 as a rating system (see `worker.rules.system.RatingSystem`): the arena's games,
+    """Glicko-2 as a rating system (see `worker.rules.interface.RatingSystem`): the arena's games,
     categories and counted games (G11), a rated_game for both players of every counted game."""
 
     name = "glicko2"

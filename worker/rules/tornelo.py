@@ -36,9 +36,9 @@ from schemas.tornelo_game import TorneloGameFinished
 from worker.rules.arena import arena_category
 from worker.rules.categories import Category
 from worker.rules.hundredths import ONE, RESULT_SCORES, Hundredths, round_half_away, round_half_up
-from worker.rules.period_system import Lookup
+from worker.rules.interface import Change, Kind, Rated, SeedRow, Skip
+from worker.rules.period_interface import Lookup
 from worker.rules.seed_rows import fixed2, rated_games, seed_fields, whole_rating
-from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 
 Millionths = NewType("Millionths", int)  # an expected score, or a sum of them: 0.240253 is 240253
 
@@ -268,8 +268,8 @@ def parse_seed_row(fields: list[str]) -> SeedRow:
 
 @dataclass(frozen=True, slots=True)
 class TorneloRules:
-    """Tornelo per tournament as a rating system (`worker.rules.system.RatingSystem` and its
-    per-period entry point `worker.rules.period_system.PeriodSystem`): the arena's games,
+    """Tornelo per tournament as a rating system (`worker.rules.interface.RatingSystem` and its
+    per-period entry point `worker.rules.period_interface.PeriodSystem`): the arena's games,
     categories and counted games (T18), recorded in their tournament or rated at once."""
 
     parameters: Parameters = field(default_factory=Parameters)

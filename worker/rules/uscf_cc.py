@@ -16,7 +16,7 @@ him (at most 10.00, no credit) and nothing to anyone else; then both unrated (17
 result (a provisional player involved and the winner 400.00 or more above the loser: a
 credit each), else each player by his own status.
 
-`CcRules` is the system the engine runs (`worker.rules.system.RatingSystem`): its input is the
+`UscfCcRules` is the system the engine runs (`worker.rules.interface.RatingSystem`): its input is the
 correspondence game (v1 plus `forfeit_kind`), its one category `correspondence`.
 """
 
@@ -26,8 +26,8 @@ from typing import NamedTuple, cast
 from schemas.correspondence_game import CorrespondenceGameFinished
 from schemas.game_finished import GameFinished
 from worker.rules.hundredths import ONE, Hundredths, round_half_away
+from worker.rules.interface import Change, Kind, Rated, SeedRow, Skip
 from worker.rules.seed_rows import fixed2, seed_fields
-from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
 
 ESTABLISHED_CREDITS = 25  # with 25 credits a player is established: his 26th game is computed so (U4)
 ED_LIMIT = Hundredths(350 * ONE)
@@ -234,8 +234,8 @@ def parse_seed_row(fields: list[str]) -> SeedRow:
 
 
 @dataclass(frozen=True, slots=True)
-class CcRules:
-    """US Chess correspondence as a rating system (see `worker.rules.system.RatingSystem`)."""
+class UscfCcRules:
+    """US Chess correspondence as a rating system (see `worker.rules.interface.RatingSystem`)."""
 
     name = "uscf-cc"
     game_model = CorrespondenceGameFinished
@@ -285,6 +285,6 @@ class CcRules:
 
 
 def _correspondence(game: GameFinished) -> CorrespondenceGameFinished:
-    """A deployment of this system decodes its input with `CcRules.game_model`: every game it
+    """A deployment of this system decodes its input with `UscfCcRules.game_model`: every game it
     is given is a correspondence game."""
     return cast(CorrespondenceGameFinished, game)

@@ -53,9 +53,9 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from worker import metrics
+from worker.rules.arena_state import RatingState
 from worker.rules.fide import FideState
 from worker.rules.glicko2 import GlickoState
-from worker.rules.state import RatingState
 from worker.rules.tornelo import TorneloState
 from worker.rules.uscf_cc import CcState
 from worker.store import keys, scripts
@@ -295,7 +295,7 @@ class TorneloRedisStore(RedisStateStore[TorneloState]):
     codec = TORNELO_STATES
 
 
-# Each rating system's store, by RATING_SYSTEM (`worker.rules.systems`).
+# Each rating system's store, by RATING_SYSTEM (`worker.rules.by_name`).
 STORES: dict[str, type[RedisStateStore[Any]]] = {
     "arena": RedisStore,
     "uscf-cc": CcRedisStore,

@@ -33,7 +33,7 @@ from worker.engine.engine import (
     Update,
     Verdict,
 )
-from worker.rules.system import S
+from worker.rules.interface import S
 from worker.store.protocol import Snapshot, StateStore, Write
 
 

@@ -17,11 +17,11 @@ check-and-set script reads the version with one pattern match.
 
 from typing import Any
 
+from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.fide import Entry as FideEntry
 from worker.rules.fide import FideState, Held, Pooled
 from worker.rules.glicko2 import GlickoState, Nanos
 from worker.rules.hundredths import Hundredths
-from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.tornelo import Entry as TorneloEntry
 from worker.rules.tornelo import Millionths, TorneloState
 from worker.rules.uscf_cc import CcState
@@ -223,7 +223,7 @@ class TorneloStateCodec:
 
 TORNELO_STATES = TorneloStateCodec()
 
-# Each rating system's codec, by RATING_SYSTEM (`worker.rules.systems`).
+# Each rating system's codec, by RATING_SYSTEM (`worker.rules.by_name`).
 CODECS: dict[str, StateCodec[Any]] = {
     "arena": RATING_STATES,
     "uscf-cc": CC_STATES,

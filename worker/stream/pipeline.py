@@ -35,7 +35,7 @@ from typing import Generic
 
 from worker import metrics
 from worker.engine.engine import Engine
-from worker.rules.system import S
+from worker.rules.interface import S
 from worker.store.protocol import Claimed, Store, Watermark
 from worker.store.schedule import Item, Planned, read_and_plan, unapplied
 from worker.stream.publisher import Publisher

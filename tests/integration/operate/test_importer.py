@@ -19,8 +19,8 @@ from tests.support.stack import Stack
 from worker.engine.engine import Engine
 from worker.replay.seed_file import read_seed_file
 from worker.rules.arena import ArenaRules
+from worker.rules.arena_state import UNSEEN, RatingState
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.state import UNSEEN, RatingState
 from worker.store import keys
 from worker.store.protocol import StateWrite, Write
 from worker.store.redis_store import RedisStore

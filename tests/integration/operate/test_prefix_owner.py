@@ -14,7 +14,7 @@ import redis
 
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
-from worker.embedded.simulations import SIMULATIONS
+from worker.embedded.traffic_by_name import SIMULATIONS
 
 pytestmark = pytest.mark.integration
 

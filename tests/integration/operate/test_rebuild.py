@@ -26,8 +26,8 @@ from worker.operate.rebuild import apply_all, history_order
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.replay.seed_file import read_seed_file
 from worker.rules.arena import ArenaRules
+from worker.rules.arena_state import UNSEEN
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.state import UNSEEN
 from worker.store import records
 from worker.store.schedule import SeedItem, apply_in_order
 from worker.store.state_codec import decode_state, encode_state

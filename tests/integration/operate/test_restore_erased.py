@@ -15,7 +15,7 @@ from tests.support.games import ENGINE, make_game, rating, seed_write
 from tests.support.kafka import produce, read_topic
 from tests.support.stack import Stack
 from worker.engine.engine import Update, Verdict
-from worker.rules.state import UNSEEN, RatingState
+from worker.rules.arena_state import UNSEEN, RatingState
 from worker.store.state_codec import CODECS
 
 pytestmark = pytest.mark.integration

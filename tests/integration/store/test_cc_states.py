@@ -14,13 +14,13 @@ from tests.support.processes import Processes
 from worker.engine.engine import Engine, SeedRow
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.uscf_cc import CATEGORY, CcRules, CcState
+from worker.rules.uscf_cc import CATEGORY, CcState, UscfCcRules
 from worker.store.protocol import Store, Write
 from worker.store.redis_store import CcRedisStore
 from worker.store.state_codec import decode_cc_state, encode_cc_state
 
 KEY = "alice/correspondence"
-ENGINE = Engine(CcRules(), Points(1200))
+ENGINE = Engine(UscfCcRules(), Points(1200))
 
 
 @pytest.fixture(params=["memory", "redis"])

@@ -32,12 +32,12 @@ from tests.support.processes import Processes
 from worker.engine.engine import RESTORED, Engine, SeedRow, Update, Verdict
 from worker.engine.events import rating_key
 from worker.replay.memory_store import MemoryBackend, MemoryStore
+from worker.rules.arena_state import UNSEEN
 from worker.rules.fide import FideRules, FideState
 from worker.rules.hundredths import ONE, Hundredths, Points
-from worker.rules.state import UNSEEN
-from worker.rules.system import S
+from worker.rules.interface import S
 from worker.rules.tornelo import DEFAULT_MODIFIER, TorneloRules, TorneloState
-from worker.rules.uscf_cc import CATEGORY, CcRules, CcState
+from worker.rules.uscf_cc import CATEGORY, CcState, UscfCcRules
 from worker.store.protocol import StateWrite, Store, Watermark, Write
 from worker.store.redis_store import (
     CcRedisStore,
@@ -121,7 +121,7 @@ class System(Generic[S]):
 
 
 ARENA = System(ENGINE, UNSEEN, BLITZ, make_game, RedisStore)
-CC = System(Engine(CcRules(), Points(1200)), CcState(), CATEGORY, make_cc_game, CcRedisStore)
+CC = System(Engine(UscfCcRules(), Points(1200)), CcState(), CATEGORY, make_cc_game, CcRedisStore)
 # fide's row: reached_2400 false (every rating seeded here is under 2400), no birth year; tornelo's:
 # the K modifier 1.00.
 FIDE = System(

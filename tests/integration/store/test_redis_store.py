@@ -17,8 +17,8 @@ from tests.support import records
 from tests.support.backends import RedisService
 from tests.support.games import ENGINE, game_write, make_game, rating, seed_write
 from worker.engine.engine import Verdict, facts_digest
+from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.hundredths import Hundredths
-from worker.rules.state import UNSEEN, QualifyingGame, RatingState
 from worker.store import keys
 from worker.store import records as store_records
 from worker.store.protocol import Write

@@ -17,9 +17,9 @@ from schemas.game_finished import GameFinished
 from tests.support.backends import RedisService
 from tests.support.games import ENGINE
 from worker.engine.engine import GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict, facts_digest
+from worker.rules.arena_state import RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths
-from worker.rules.state import RatingState
 from worker.store import keys
 from worker.store.protocol import Claimed, Watermark, Write
 from worker.store.redis_store import RedisStore

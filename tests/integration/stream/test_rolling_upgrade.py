@@ -22,7 +22,7 @@ import pytest
 from tests.support.audit import check_everything
 from tests.support.games import keyed
 from tests.support.stack import Stack
-from worker.embedded.simulation import ArenaSimulation
+from worker.embedded.traffic import ArenaSimulation
 from worker.store import keys
 
 pytestmark = pytest.mark.integration

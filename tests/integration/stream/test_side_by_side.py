@@ -27,8 +27,8 @@ from tests.support.audit import audit, check_everything, read_store
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from tests.support.systems import per_key, rate
-from worker.embedded.simulation import ArenaSimulation, Glicko2Simulation
 from worker.embedded.stack import create_topics
+from worker.embedded.traffic import ArenaSimulation, Glicko2Simulation
 
 pytestmark = pytest.mark.integration
 

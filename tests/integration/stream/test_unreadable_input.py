@@ -27,8 +27,8 @@ from tests.support.audit import audit, read_store
 from tests.support.batches import CODECS, NOT_UTF8, RawRecord, batch_codecs, produce_compressed, produce_raw_batch
 from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
-from worker.embedded.simulation import ArenaSimulation
 from worker.embedded.stack import free_port
+from worker.embedded.traffic import ArenaSimulation
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tests.support.contract_systems import SYSTEMS, SystemParts
-from worker.rules.system import Kind, Skip
-from worker.settings import TORNELO_EXTRA, name_problems
+from worker.rules.interface import Kind, Skip
+from worker.settings import TORNELO_CLOSE_NAMES, name_problems
 
 every_system = pytest.mark.parametrize("system", SYSTEMS, ids=str)
 
@@ -72,7 +72,7 @@ def test_a_collision_is_found() -> None:
 @every_system
 def test_what_a_system_writes_lands_in_no_topic_another_reads(system: SystemParts[Any]) -> None:
     written = {system.names.topic_ratings, system.names.topic_dead_letters}
-    read = {other.names.topic_games for other in SYSTEMS} | {TORNELO_EXTRA["topic"]}
+    read = {other.names.topic_games for other in SYSTEMS} | {TORNELO_CLOSE_NAMES["topic"]}
     assert written.isdisjoint(read)
     assert written.isdisjoint({o.names.topic_ratings for o in SYSTEMS if o.name != system.name})
     assert name_problems(system.name, system.names) == []  # the settings' own check agrees

@@ -19,7 +19,7 @@ from tests.support.ratings import Ratings
 from worker.engine.engine import SeedVerdict
 from worker.engine.seed_rows import SeedFileError, parse_seed_rows
 from worker.rules.hundredths import Hundredths
-from worker.rules.system import Kind, SeedRow
+from worker.rules.interface import Kind, SeedRow
 
 every_system = pytest.mark.parametrize("system", SYSTEMS, ids=str)
 

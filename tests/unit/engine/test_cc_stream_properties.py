@@ -16,12 +16,12 @@ from tests.support.cc_streams import CATEGORY, game_values, parse, seeds
 from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, Verdict
 from worker.rules.hundredths import Points
-from worker.rules.system import SeedRow
-from worker.rules.uscf_cc import CcRules, CcState
+from worker.rules.interface import SeedRow
+from worker.rules.uscf_cc import CcState, UscfCcRules
 
 
 def new_store() -> Ratings[CcState]:
-    return Ratings(Engine(CcRules(), Points(1200)))
+    return Ratings(Engine(UscfCcRules(), Points(1200)))
 
 
 def is_special_forfeit(game: CorrespondenceGameFinished) -> bool:

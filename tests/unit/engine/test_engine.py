@@ -14,10 +14,10 @@ from schemas.rating_changed import RatingChanged
 from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, SeedRow, SeedVerdict, Update, Verdict
 from worker.rules.arena import ArenaRules
+from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points, display
-from worker.rules.state import UNSEEN, QualifyingGame, RatingState
-from worker.rules.system import Kind, Skip
+from worker.rules.interface import Kind, Skip
 
 BLITZ, RAPID = Category.BLITZ, Category.RAPID
 FINISHED_AT = "2026-11-29T21:44:51Z"

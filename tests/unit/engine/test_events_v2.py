@@ -12,11 +12,11 @@ from worker.engine.engine import Engine, SeedVerdict, Verdict
 from worker.engine.events import RatingEvent
 from worker.engine.events_v2 import encode_cc
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.system import Kind, SeedRow
-from worker.rules.uscf_cc import CcRules, CcState
+from worker.rules.interface import Kind, SeedRow
+from worker.rules.uscf_cc import CcState, UscfCcRules
 
 TRAINING = Points(1200)
-ENGINE = Engine(CcRules(), TRAINING)
+ENGINE = Engine(UscfCcRules(), TRAINING)
 
 
 def test_the_contracts_example_42_byte_for_byte() -> None:

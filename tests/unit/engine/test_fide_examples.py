@@ -34,7 +34,7 @@ from tests.support.v2_examples_periods import (
 from worker.engine.engine import Engine, SeedVerdict, Update, Verdict
 from worker.rules.fide import FideRules, FideState, parse_seed_row
 from worker.rules.hundredths import Points
-from worker.rules.system import SeedRow, Skip
+from worker.rules.interface import SeedRow, Skip
 
 ENGINE = Engine(FideRules(), Points(1200))  # the training rating: RATING_TRAINING_RATING's default
 NOV, DEC = "2026-11", "2026-12"

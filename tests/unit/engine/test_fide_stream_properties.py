@@ -47,7 +47,7 @@ from tests.support.fide_streams import (
 from tests.support.period_streams import Close, Import, Item, Stream, close_of
 from worker.engine.engine import SeedVerdict, Update
 from worker.rules.fide import FideState, parse_seed_row
-from worker.rules.system import SeedRow
+from worker.rules.interface import SeedRow
 from worker.store.state_codec import FIDE_STATES
 
 

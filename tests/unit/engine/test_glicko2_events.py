@@ -21,7 +21,7 @@ from worker.engine.events import RatingEvent
 from worker.engine.events_v2 import encode_glicko2, read_glicko2
 from worker.rules.glicko2 import GlickoRules, GlickoState, Nanos, parse_seed_row
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.system import Kind, SeedRow
+from worker.rules.interface import Kind, SeedRow
 from worker.store.state_codec import GLICKO2_STATES
 
 ENGINE = Engine(GlickoRules(), Points(1200))

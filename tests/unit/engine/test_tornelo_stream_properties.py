@@ -44,7 +44,7 @@ from tests.support.tornelo_streams import (
 )
 from worker.engine.engine import SeedVerdict, Update
 from worker.rules.hundredths import Hundredths
-from worker.rules.system import SeedRow
+from worker.rules.interface import SeedRow
 from worker.rules.tornelo import TorneloState, parse_seed_row
 from worker.store.state_codec import TORNELO_STATES
 

@@ -11,10 +11,10 @@ import pytest
 from schemas.game_finished import GameFinished
 from tests.support.contract import TERMINATIONS
 from worker.rules.arena import ArenaRules, k_factor
+from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, display
-from worker.rules.state import UNSEEN, QualifyingGame, RatingState
-from worker.rules.system import Change, Kind, Pairing, Rated, Skip
+from worker.rules.interface import Change, Kind, Pairing, Rated, Skip
 
 RULES = ArenaRules()
 WIN, DRAW, LOSS = 100, 50, 0

@@ -26,7 +26,7 @@ from worker.rules.fide import (
 )
 from worker.rules.finished_at import month_of, refusal
 from worker.rules.hundredths import Hundredths
-from worker.rules.system import Kind, SeedRow
+from worker.rules.interface import Kind, SeedRow
 
 NOV = "2026-11"
 

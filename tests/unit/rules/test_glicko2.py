@@ -29,7 +29,7 @@ from worker.rules.glicko2 import (
     rounded,
 )
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.system import Kind, SeedRow
+from worker.rules.interface import Kind, SeedRow
 
 AT = "2026-11-29T12:00:00Z"  # section 12.3: every worked example's finished_at unless said
 HALF = COLOUR_ADVANTAGE / 2

@@ -17,7 +17,7 @@ from schemas.tornelo_game import TorneloGameFinished
 from tests.support.contract import VALID_GAME
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths
-from worker.rules.system import Kind, SeedRow
+from worker.rules.interface import Kind, SeedRow
 from worker.rules.tornelo import (
     UNSEEN,
     Entry,

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from worker.rules.hundredths import Hundredths, display, round_half_away
-from worker.rules.system import Change, Kind, Rated, SeedRow, Skip
+from worker.rules.interface import Change, Kind, Rated, SeedRow, Skip
 from worker.rules.uscf_cc import (
     DRAW,
     LOSS,

@@ -86,10 +86,10 @@ def test_the_exported_input_and_seed_schemas_state_the_contract() -> None:
 def test_every_event_the_encoder_writes_validates() -> None:
     from worker.engine.engine import Engine  # noqa: PLC0415
     from worker.rules.hundredths import Hundredths, Points  # noqa: PLC0415
-    from worker.rules.system import SeedRow  # noqa: PLC0415
-    from worker.rules.uscf_cc import CcRules, CcState  # noqa: PLC0415
+    from worker.rules.interface import SeedRow  # noqa: PLC0415
+    from worker.rules.uscf_cc import CcState, UscfCcRules  # noqa: PLC0415
 
-    engine = Engine(CcRules(), Points(1200))
+    engine = Engine(UscfCcRules(), Points(1200))
     for rating, credits, before in ((160000, 40, CcState()), (-10050, 1, CcState(Hundredths(5), 3, 4))):
         seeded = engine.seed(SeedRow("p", "correspondence", Hundredths(rating), credits), before, force=True)
         assert seeded.update is not None

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from tests.support.games import ENGINE, make_game, rating, seed_write
 from worker.replay.memory_store import MemoryBackend, MemoryStore
-from worker.rules.state import UNSEEN, RatingState
+from worker.rules.arena_state import UNSEEN, RatingState
 from worker.store.protocol import Claimed, Write
 from worker.store.schedule import Item
 from worker.stream.pipeline import Pipeline, settled

@@ -20,7 +20,7 @@ nothing of Kafka, Redis or the event encoding:
 The arena's rules (`worker.rules.arena`), US Chess correspondence (`worker.rules.uscf_cc`) and
 Glicko-2 (`worker.rules.glicko2`) implement it. A per-period system (FIDE, Tornelo: one change
 per rating period from the sum of its games) implements the second entry point of
-`worker.rules.period_system` beside it.
+`worker.rules.period_interface` beside it.
 """
 
 from dataclasses import dataclass
@@ -30,8 +30,8 @@ from typing import Generic, NamedTuple, Protocol
 from typing_extensions import TypeVar  # a TypeVar with a default (PEP 696, typing's own from 3.13)
 
 from schemas.game_finished import GameFinished
+from worker.rules.arena_state import RatingState
 from worker.rules.hundredths import ONE, Hundredths
-from worker.rules.state import RatingState
 
 
 class Skip(StrEnum):

@@ -3,22 +3,22 @@ layers keep their part of each system under the same names: its topics, group an
 (`worker.settings.SYSTEM_NAMES`), its
 event contract (`worker.engine.contracts.CONTRACTS`), its state's Redis encoding and store
 (`worker.store.state_codec.CODECS`, `worker.store.redis_store.STORES`) and its traffic generator
-(`worker.embedded.simulation.SIMULATIONS`); a test holds them to the same names."""
+(`worker.embedded.traffic.SIMULATIONS`); a test holds them to the same names."""
 
 from typing import Any
 
 from worker.rules.arena import ArenaRules
 from worker.rules.fide import FideRules
 from worker.rules.glicko2 import GlickoRules
-from worker.rules.system import RatingSystem
+from worker.rules.interface import RatingSystem
 from worker.rules.tornelo import TorneloRules
-from worker.rules.uscf_cc import CcRules
+from worker.rules.uscf_cc import UscfCcRules
 
 # Each system with its default parameters (tornelo's K and bonus factor are settings:
 # `worker.settings.RulesSettings.rules` gives a deployment's).
 RULES: dict[str, RatingSystem[Any]] = {
     "arena": ArenaRules(),
-    "uscf-cc": CcRules(),
+    "uscf-cc": UscfCcRules(),
     "glicko2": GlickoRules(),
     "fide": FideRules(),
     "tornelo": TorneloRules(),

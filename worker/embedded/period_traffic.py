@@ -1,6 +1,6 @@
 """The traffic of the per-period systems (`fide`, `tornelo`): the arena's games with the close
 lines of `rate`'s input file among them (`{"control":"close","period":P}`), as
-`worker.embedded.simulation`'s generators, deterministic for a random seed.
+`worker.embedded.traffic`'s generators, deterministic for a random seed.
 
 `FideSimulation`: the arena's games over the months of a year (spread evenly over the games the
 stream is asked for), each month closed a few games into the next one, then a few late games of
@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from worker.embedded.simulation import ArenaSimulation, Player, SeedLine, timestamp
+from worker.embedded.traffic import ArenaSimulation, Player, SeedLine, timestamp
 
 
 def _control_line(period: str, control: str = "close") -> bytes:

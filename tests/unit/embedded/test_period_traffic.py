@@ -17,9 +17,9 @@ from pydantic import BaseModel
 from schemas.close_line import FideCloseLine, TorneloCloseLine
 from schemas.system_game import SystemGameFinished
 from schemas.tornelo_game import TorneloGameFinished
-from worker.embedded.period_simulation import FideSimulation, TorneloSimulation
-from worker.embedded.simulation import ArenaSimulation
-from worker.embedded.simulations import SIMULATIONS
+from worker.embedded.period_traffic import FideSimulation, TorneloSimulation
+from worker.embedded.traffic import ArenaSimulation
+from worker.embedded.traffic_by_name import SIMULATIONS
 
 MODELS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "fide": (SystemGameFinished, FideCloseLine),

@@ -12,8 +12,8 @@ are casual, in other time controls, forfeited or aborted.
 move, forfeits of both kinds (`forfeit_kind` ordinary, absent or special), and newcomers who
 start unrated (only established players are seeded, with their game credits).
 
-The per-period systems' streams are `worker.embedded.period_simulation`'s; every system's
-generator, by name, is `worker.embedded.simulations.SIMULATIONS`.
+The per-period systems' streams are `worker.embedded.period_traffic`'s; every system's
+generator, by name, is `worker.embedded.traffic_by_name.SIMULATIONS`.
 """
 
 import json

@@ -31,7 +31,7 @@ from typing_extensions import TypeVar  # a TypeVar with a default (PEP 696)
 
 from schemas.close_line import CloseLine
 from schemas.game_finished import GameFinished
-from worker.rules.system import Change, Rated, RatingSystem, S
+from worker.rules.interface import Change, Rated, RatingSystem, S
 
 C = TypeVar("C", default=Any)  # a system's calendar: what is closed
 
