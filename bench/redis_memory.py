@@ -37,6 +37,7 @@ from worker.rules.hundredths import Hundredths, Points
 from worker.store import keys
 from worker.store.protocol import StateWrite, Write
 from worker.store.redis_store import RedisStore
+from worker.store.state_codec import RATING_STATES
 
 CHUNK = 1000
 RETENTION = 30 * 24 * 3600
@@ -73,7 +74,7 @@ async def encodings(redis: "Redis", pattern: str) -> str:
 
 
 async def per_rating(redis: "Redis", ratings: int) -> float:
-    store = RedisStore(redis, PREFIX, "bench", 60, RETENTION)
+    store = RedisStore(redis, PREFIX, "bench", 60, RETENTION, codec=RATING_STATES)
     engine = Engine(ArenaRules(), Points(1200))
     base = await used(redis)
     for start in range(0, ratings, CHUNK):
@@ -92,7 +93,7 @@ async def through_scripts(redis: "Redis", games: int, name: Callable[[int], str]
     """Bytes per game recorded by the worker's scripts (games that change no rating: records only)."""
     if earlier_release:
         await redis.hset(keys.store_key(PREFIX), "writes", 1)  # what an earlier release's applies leave
-    store = RedisStore(redis, PREFIX, "bench", 60, RETENTION)
+    store = RedisStore(redis, PREFIX, "bench", 60, RETENTION, codec=RATING_STATES)
     await store.apply([])  # the layout is set by the first apply, before the base is taken
     base = await used(redis)
     for start in range(0, games, CHUNK):

@@ -88,7 +88,7 @@ from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import read_and_plan
-from worker.store.state_codec import decode_state, encode_state
+from worker.store.state_codec import RATING_STATES, decode_state, encode_state
 from worker.stream.publisher import Publisher
 
 PARTITIONS = 6  # input partitions: room for 2 workers (and more) to share the load
@@ -340,7 +340,7 @@ async def time_scripts(workdir: Path, lines: Sequence[bytes], seed_csv: Path) ->
     with stack_in(workdir) as stack:
         await stack.start(seed_csv)
         client = Redis.from_url(stack.redis.url)
-        store = RedisStore(client, PREFIX, "bench", lease_seconds=60, retention_seconds=86400)
+        store = RedisStore(client, PREFIX, "bench", lease_seconds=60, retention_seconds=86400, codec=RATING_STATES)
 
         async def server_us() -> float:
             return float((await client.info("commandstats"))["cmdstat_evalsha"]["usec"])

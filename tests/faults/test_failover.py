@@ -37,7 +37,7 @@ from worker.rules.hundredths import Hundredths
 from worker.store import keys
 from worker.store.redis_store import RedisStore, StoreUntrusted
 from worker.store.schedule import Item, SeedItem
-from worker.store.state_codec import decode_state
+from worker.store.state_codec import RATING_STATES, decode_state
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
 
@@ -73,7 +73,9 @@ def replica(stack: Stack, processes: Processes, tmp_path: Path) -> RedisServer:
 
 
 def pipeline_on(client: Redis, publisher: Publisher, token: str, wait_replicas: int = 1) -> Pipeline:
-    store = RedisStore(client, PREFIX, token, LEASE, 3600, wait_replicas=wait_replicas, wait_timeout_ms=100)
+    store = RedisStore(
+        client, PREFIX, token, LEASE, 3600, wait_replicas=wait_replicas, wait_timeout_ms=100, codec=RATING_STATES
+    )
     return Pipeline(ENGINE, store, publisher, hold_seconds=LEASE)
 
 
@@ -199,7 +201,7 @@ async def test_another_process_writing_after_a_loss_does_not_hide_it(stack: Stac
     counter back above what A saw: A's own `seen` key still shows the loss."""
     primary, promoted = Redis.from_url(stack.redis.url), Redis.from_url(replica.url)
     try:
-        a = RedisStore(primary, PREFIX, "A", 60, 3600)
+        a = RedisStore(primary, PREFIX, "A", 60, 3600, codec=RATING_STATES)
         (write, _), (later, _) = seed_write("a", 180000), seed_write("c", 170000)
         assert (await a.apply([write]))[0] == [True]
         await asyncio.sleep(0.3)  # replicated
@@ -207,7 +209,7 @@ async def test_another_process_writing_after_a_loss_does_not_hide_it(stack: Stac
         assert (await a.apply([later]))[0] == [True]  # acknowledged by the primary only: lost
         a.redis = promoted  # A and B now talk to the promoted replica
         a._read, a._apply, a._ack = (promoted.register_script(x.script) for x in (a._read, a._apply, a._ack))
-        b = RedisStore(promoted, PREFIX, "B", 60, 3600)
+        b = RedisStore(promoted, PREFIX, "B", 60, 3600, codec=RATING_STATES)
         for player in "bde":  # B writes: the shared counter passes what A saw
             assert (await b.apply([seed_write(player, 150000)[0]]))[0] == [True]
         with pytest.raises(StoreUntrusted, match="as process A saw them"):

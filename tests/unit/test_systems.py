@@ -8,18 +8,16 @@ from worker.engine.contracts import CONTRACTS
 from worker.rules.by_name import RULES
 from worker.rules.period_interface import periodic
 from worker.settings import SYSTEM_NAMES, System
-from worker.store.redis_store import STORES
 from worker.store.state_codec import CODECS
 
 
 def test_every_layer_knows_the_same_systems() -> None:
     systems = set(get_args(System))
     assert systems == {"arena", "uscf-cc", "glicko2", "fide", "tornelo"}
-    for registry in (RULES, CONTRACTS, CODECS, STORES, SIMULATIONS, SYSTEM_NAMES):
+    for registry in (RULES, CONTRACTS, CODECS, SIMULATIONS, SYSTEM_NAMES):
         assert set(registry) == systems, registry
     for name, rules in RULES.items():
         assert rules.name == name
-        assert STORES[name].codec is CODECS[name]
         assert CODECS[name].unseen == rules.unseen
         assert CONTRACTS[name].version == (1 if name == "arena" else 2)  # the contract's table
 

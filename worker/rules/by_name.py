@@ -1,9 +1,9 @@
 """The rating systems a deployment can run (`RATING_SYSTEM`), by name: their rules. The other
 layers keep their part of each system under the same names: its topics, group and key prefix
-(`worker.settings.SYSTEM_NAMES`), its
-event contract (`worker.engine.contracts.CONTRACTS`), its state's Redis encoding and store
-(`worker.store.state_codec.CODECS`, `worker.store.redis_store.STORES`) and its traffic generator
-(`worker.embedded.traffic.SIMULATIONS`); a test holds them to the same names."""
+(`worker.settings.SYSTEM_NAMES`), its event contract (`worker.engine.contracts.CONTRACTS`), its
+state's Redis encoding (`worker.store.state_codec.CODECS`, which the one
+`worker.store.redis_store.RedisStore` is given) and its traffic generator
+(`worker.embedded.traffic_by_name.SIMULATIONS`); a test holds them to the same names."""
 
 from typing import Any
 

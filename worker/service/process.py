@@ -36,7 +36,7 @@ from worker.service.health import serve_http, watch_dependencies
 from worker.service.owner import PrefixOwned
 from worker.service.wiring import IdempotenceRefused, longest_wait, pipeline_for
 from worker.settings import WorkerSettings
-from worker.store.redis_store import RedisStateStore
+from worker.store.redis_store import RedisStore
 from worker.stream import retry
 from worker.stream.consumer import RatingConsumer, WatermarkAhead
 from worker.stream.dead_letters import DeadLetters
@@ -190,7 +190,7 @@ def _games_summary(totals: Counter[str]) -> str:
 
 async def _run_consumer(
     worker: RatingConsumer,
-    store: RedisStateStore[Any],
+    store: RedisStore[Any],
     producer: AIOKafkaProducer,
     health: Health,
     failing: retry.Failing,

@@ -15,7 +15,8 @@ from worker.rules.hundredths import Points
 from worker.service.connections import close_quietly, kafka_options, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
-from worker.store.redis_store import STORES, RedisStateStore
+from worker.store.redis_store import RedisStore
+from worker.store.state_codec import CODECS
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
 from worker.stream.retry import KAFKA_CONNECT, REDIS_CONNECT, retrying
@@ -92,7 +93,7 @@ def longest_wait(settings: WorkerSettings) -> float:
 @asynccontextmanager
 async def pipeline_for(
     settings: WorkerSettings,
-) -> AsyncIterator[tuple[Pipeline[Any], AIOKafkaProducer, RedisStateStore[Any]]]:
+) -> AsyncIterator[tuple[Pipeline[Any], AIOKafkaProducer, RedisStore[Any]]]:
     """The pipeline (Redis store, publisher) that `run`, `import` and `switch-over` share, for the
     deployment's rating system (RATING_SYSTEM): its rules, its contract, its state in Redis."""
     redis = make_redis(settings)
@@ -101,7 +102,7 @@ async def pipeline_for(
         await start_producer(producer, settings)
         await retrying(REDIS_CONNECT, redis.ping)
         await own_prefix(redis, settings.redis_key_prefix, settings.system, write=True)
-        store = STORES[settings.system](
+        store: RedisStore[Any] = RedisStore(
             redis,
             settings.redis_key_prefix,
             process_token(),
@@ -109,6 +110,7 @@ async def pipeline_for(
             settings.idempotency_retention_seconds,
             settings.redis_wait_replicas,
             settings.redis_wait_timeout_ms,
+            codec=CODECS[settings.system],
         )
         engine = Engine(settings.rules(), Points(settings.training_rating))
         publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)

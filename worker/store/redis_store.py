@@ -53,15 +53,9 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from worker import metrics
-from worker.rules.arena_state import RatingState
-from worker.rules.fide import FideState
-from worker.rules.glicko2 import GlickoState
-from worker.rules.tornelo import TorneloState
-from worker.rules.uscf_cc import CcState
 from worker.store import keys, scripts
 from worker.store.protocol import Claimed, S, Snapshot, StateCodec, Watermark, Write
 from worker.store.records import pack, record_hash
-from worker.store.state_codec import CC_STATES, FIDE_STATES, GLICKO2_STATES, RATING_STATES, TORNELO_STATES
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +68,10 @@ class ReplicasBehind(Exception):
     """Fewer replicas than RATING_REDIS_WAIT_REPLICAS hold the last write: nothing may go on yet."""
 
 
-class RedisStateStore(Generic[S]):
-    """The store in Redis, for any state type `S` (see `worker.store.protocol`). A rating
-    system's store is a subclass that names the codec of its state."""
-
-    codec: StateCodec[S]
+class RedisStore(Generic[S]):
+    """The store in Redis, for any state type `S` (see `worker.store.protocol`): a rating system's
+    states are written and read through its codec (`worker.store.state_codec`), the one thing
+    that differs between systems here."""
 
     def __init__(
         self,
@@ -89,7 +82,10 @@ class RedisStateStore(Generic[S]):
         retention_seconds: int,
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        *,
+        codec: StateCodec[S],
     ) -> None:
+        self.codec = codec
         self.redis = redis
         self.prefix = prefix
         self.token = token
@@ -261,48 +257,6 @@ class RedisStateStore(Generic[S]):
                     f"a write within {self.wait_timeout_ms} ms"
                 )
         self.known = max(self.known, self._unreplicated)
-
-
-class RedisStore(RedisStateStore[RatingState]):
-    """The arena's ratings in Redis."""
-
-    codec = RATING_STATES
-
-
-class CcRedisStore(RedisStateStore[CcState]):
-    """US Chess correspondence (`uscf-cc`) ratings in Redis."""
-
-    codec = CC_STATES
-
-
-class Glicko2RedisStore(RedisStateStore[GlickoState]):
-    """Glicko-2 (`glicko2`) ratings in Redis."""
-
-    codec = GLICKO2_STATES
-
-
-class FideRedisStore(RedisStateStore[FideState]):
-    """FIDE per month (`fide`) ratings in Redis: the states, as every system's. (The closed
-    months and the index of ratings to close in each come with the service's closes.)"""
-
-    codec = FIDE_STATES
-
-
-class TorneloRedisStore(RedisStateStore[TorneloState]):
-    """Tornelo per tournament (`tornelo`) ratings in Redis: the states, as every system's. (The
-    ended tournaments and the index of ratings to close come with the service's closes.)"""
-
-    codec = TORNELO_STATES
-
-
-# Each rating system's store, by RATING_SYSTEM (`worker.rules.by_name`).
-STORES: dict[str, type[RedisStateStore[Any]]] = {
-    "arena": RedisStore,
-    "uscf-cc": CcRedisStore,
-    "glicko2": Glicko2RedisStore,
-    "fide": FideRedisStore,
-    "tornelo": TorneloRedisStore,
-}
 
 
 def _claimed(claimed: list[Any], blocked: list[bytes], ours: dict[str, list[bytes]]) -> Claimed:

@@ -35,7 +35,7 @@ from worker.engine.decoder import BadInput, ErrorKind, decode_input
 from worker.engine.engine import GameOutcome, Verdict
 from worker.store import keys
 from worker.store.protocol import Watermark
-from worker.store.redis_store import RedisStateStore
+from worker.store.redis_store import RedisStore
 from worker.store.schedule import Item, Replayed, game_of
 from worker.stream import unreadable
 from worker.stream.dead_letters import DeadLetter, DeadLetters, Source
@@ -222,7 +222,7 @@ class RatingConsumer:
             return
         self.next_look = now + INSTRUCTION_INTERVAL
         store = self.pipeline.store
-        if not isinstance(store, RedisStateStore):
+        if not isinstance(store, RedisStore):
             return
         waiting = {tp: offset for tp, offset in self.paused.items() if tp not in self.passing}
         try:
@@ -293,7 +293,7 @@ class RatingConsumer:
             extra={"partition": tp.partition, "offset": way.start},
         )
         store = self.pipeline.store
-        if isinstance(store, RedisStateStore):
+        if isinstance(store, RedisStore):
             await retrying(REDIS_COMMAND, unreadable.report, store.redis, store.prefix, tp, way.start, way.describe())
 
     async def _watch_lag(self) -> None:

@@ -25,7 +25,7 @@ from worker.store import keys
 from worker.store.protocol import StateWrite, Write
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import plan
-from worker.store.state_codec import decode_state
+from worker.store.state_codec import RATING_STATES, decode_state
 
 pytestmark = pytest.mark.integration
 
@@ -197,7 +197,7 @@ async def test_a_rating_with_qualifying_games_has_state_and_is_refused_unless_fo
     # u has one qualifying game (a draw against r1), written by a worker's store and acknowledged.
     client = Redis.from_url(stack.redis.url)
     try:
-        store = RedisStore(client, PREFIX, "worker", lease_seconds=5, retention_seconds=3600)
+        store = RedisStore(client, PREFIX, "worker", lease_seconds=5, retention_seconds=3600, codec=RATING_STATES)
         snapshot = await store.read(["u/blitz", "r1/blitz"], [])
         game = GameFinished.model_validate(
             {
@@ -319,7 +319,9 @@ async def _apply_like_a_stopped_import(stack: Stack, path: Path) -> None:
     engine = Engine(ArenaRules(), training_rating=Points(1200))
     client = Redis.from_url(stack.redis.url)
     try:
-        store = RedisStore(client, PREFIX, "stopped-import", lease_seconds=0.2, retention_seconds=3600)
+        store = RedisStore(
+            client, PREFIX, "stopped-import", lease_seconds=0.2, retention_seconds=3600, codec=RATING_STATES
+        )
         writes = []
         for row in read_seed_file(path):
             outcome = engine.seed(row, UNSEEN)

@@ -18,6 +18,7 @@ from tests.support.stack import Stack
 from worker.engine.decoder import decode_game
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import plan
+from worker.store.state_codec import RATING_STATES
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE, SAMPLE_SEED = REPO / "samples/games.jsonl", REPO / "samples/seed.csv"
@@ -144,7 +145,7 @@ async def apply_unpublished(stack: Stack, line: bytes) -> dict[str, bytes]:
     in their outboxes (with a lease). Returns each rating's outbox."""
     client = AsyncRedis.from_url(stack.redis.url)
     try:
-        store = RedisStore(client, "rating:", "crashed-worker", 60, 3600)
+        store = RedisStore(client, "rating:", "crashed-worker", 60, 3600, codec=RATING_STATES)
         game = decode_game(line, 65536)
         snapshot = await store.read(ENGINE.ratings_read(game) or (), [game.game_id])
         (planned,) = plan(ENGINE, [game], snapshot)

@@ -16,6 +16,7 @@ from worker.service.connections import make_redis
 from worker.settings import WorkerSettings
 from worker.store.protocol import Write
 from worker.store.redis_store import RedisStore
+from worker.store.state_codec import RATING_STATES
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.integration
 async def apply_one(settings: WorkerSettings) -> list[bool]:
     client = make_redis(settings)
     try:
-        store = RedisStore(client, settings.redis_key_prefix, "t", 5, 60)
+        store = RedisStore(client, settings.redis_key_prefix, "t", 5, 60, codec=RATING_STATES)
         applied, _ = await store.apply([Write("g1", bytes(8), (), ())])
         return applied
     finally:

@@ -19,6 +19,7 @@ from worker.service.connections import make_redis
 from worker.settings import WorkerSettings
 from worker.store.protocol import Write
 from worker.store.redis_store import RedisStore
+from worker.store.state_codec import RATING_STATES
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +52,9 @@ async def test_the_worker_reaches_the_primary_through_sentinel(tmp_path: Path, p
                 if time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.1)
-        store = RedisStore(redis, "rating:", "t", 5, 60, wait_replicas=settings.redis_wait_replicas)
+        store = RedisStore(
+            redis, "rating:", "t", 5, 60, wait_replicas=settings.redis_wait_replicas, codec=RATING_STATES
+        )
         applied, _ = await store.apply([Write("g1", bytes(8), (), ())])
         assert applied == [True]
         await store.replicated()

@@ -16,8 +16,8 @@ from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.uscf_cc import CATEGORY, CcState, UscfCcRules
 from worker.store.protocol import Store, Write
-from worker.store.redis_store import CcRedisStore
-from worker.store.state_codec import decode_cc_state, encode_cc_state
+from worker.store.redis_store import RedisStore
+from worker.store.state_codec import CC_STATES, decode_cc_state, encode_cc_state
 
 KEY = "alice/correspondence"
 ENGINE = Engine(UscfCcRules(), Points(1200))
@@ -31,7 +31,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path, processes: Proce
     server = processes.redis(tmp_path)
     client = Redis.from_url(server.url)
     try:
-        yield CcRedisStore(client, "rating-uscf-cc:", "p1", 30.0, 3600)
+        yield RedisStore(client, "rating-uscf-cc:", "p1", 30.0, 3600, codec=CC_STATES)
     finally:
         await client.aclose()
 

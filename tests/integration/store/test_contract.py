@@ -38,14 +38,9 @@ from worker.rules.hundredths import ONE, Hundredths, Points
 from worker.rules.interface import S
 from worker.rules.tornelo import DEFAULT_MODIFIER, TorneloRules, TorneloState
 from worker.rules.uscf_cc import CATEGORY, CcState, UscfCcRules
-from worker.store.protocol import StateWrite, Store, Watermark, Write
-from worker.store.redis_store import (
-    CcRedisStore,
-    FideRedisStore,
-    RedisStateStore,
-    RedisStore,
-    TorneloRedisStore,
-)
+from worker.store.protocol import StateCodec, StateWrite, Store, Watermark, Write
+from worker.store.redis_store import RedisStore
+from worker.store.state_codec import CC_STATES, FIDE_STATES, RATING_STATES, TORNELO_STATES
 
 PREFIX = "contract:"
 LEASE = 0.5  # seconds: short enough to wait out in real time against Redis
@@ -79,13 +74,13 @@ def make_tornelo_game(game_id: str, white: str, black: str, result: str = "1-0",
 @dataclass(frozen=True)
 class System(Generic[S]):
     """A rating system as the contract drives its stores: its engine, the state of a rating never
-    seen, the category its games are rated in, a valid game of it, and its Redis store."""
+    seen, the category its games are rated in, a valid game of it, and its state's Redis encoding."""
 
     engine: Engine[S]
     unseen: S
     category: str
     game: MakeGame
-    redis_store: type[RedisStateStore[S]]
+    codec: StateCodec[S]  # its state's Redis encoding, which its RedisStore is given
     seed_extra: tuple[object, ...] = ()  # the system's own fields of a seeding row (`SeedRow.extra`)
     whole: bool = False  # its ratings are whole numbers (hundredths a multiple of 100)
 
@@ -120,19 +115,19 @@ class System(Generic[S]):
         assert all(type(state) is type(self.unseen) for state in states.values()), states
 
 
-ARENA = System(ENGINE, UNSEEN, BLITZ, make_game, RedisStore)
-CC = System(Engine(UscfCcRules(), Points(1200)), CcState(), CATEGORY, make_cc_game, CcRedisStore)
+ARENA = System(ENGINE, UNSEEN, BLITZ, make_game, RATING_STATES)
+CC = System(Engine(UscfCcRules(), Points(1200)), CcState(), CATEGORY, make_cc_game, CC_STATES)
 # fide's row: reached_2400 false (every rating seeded here is under 2400), no birth year; tornelo's:
 # the K modifier 1.00.
 FIDE = System(
-    Engine(FideRules(), Points(1200)), FideState(), BLITZ, make_fide_game, FideRedisStore, (False, None), whole=True
+    Engine(FideRules(), Points(1200)), FideState(), BLITZ, make_fide_game, FIDE_STATES, (False, None), whole=True
 )
 TORNELO = System(
     Engine(TorneloRules(), Points(1200)),
     TorneloState(),
     BLITZ,
     make_tornelo_game,
-    TorneloRedisStore,
+    TORNELO_STATES,
     (DEFAULT_MODIFIER,),
     whole=True,
 )
@@ -179,7 +174,7 @@ async def backend(
     def store(token: str) -> Store[S]:
         client = Redis.from_url(server.url)
         clients.append(client)
-        return system.redis_store(client, PREFIX, token, LEASE, 3600)
+        return RedisStore(client, PREFIX, token, LEASE, 3600, codec=system.codec)
 
     try:
         yield Backend(store, asyncio.sleep)

@@ -24,7 +24,7 @@ from worker.store import records as store_records
 from worker.store.protocol import Write
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import plan
-from worker.store.state_codec import decode_state, encode_state
+from worker.store.state_codec import RATING_STATES, decode_state, encode_state
 
 pytestmark = pytest.mark.integration
 
@@ -42,11 +42,13 @@ async def r(redis_server: RedisService) -> AsyncIterator[Redis]:
     await client.aclose()
 
 
-def make_store(r: Redis, token: str, lease_seconds: float = 60.0, retention_seconds: int = RETENTION) -> RedisStore:
-    return RedisStore(r, PREFIX, token, lease_seconds, retention_seconds)
+def make_store(
+    r: Redis, token: str, lease_seconds: float = 60.0, retention_seconds: int = RETENTION
+) -> RedisStore[RatingState]:
+    return RedisStore(r, PREFIX, token, lease_seconds, retention_seconds, codec=RATING_STATES)
 
 
-async def seed_all(store: RedisStore, players: Mapping[str, int]) -> dict[str, RatingState]:
+async def seed_all(store: RedisStore[RatingState], players: Mapping[str, int]) -> dict[str, RatingState]:
     """Seed rated players (and acknowledge their events); return their states."""
     made = [seed_write(p, h) for p, h in players.items()]
     applied, claimed = await store.apply([w for w, _ in made])

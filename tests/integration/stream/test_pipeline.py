@@ -24,6 +24,7 @@ from worker.store import keys
 from worker.store.protocol import Claimed, Watermark, Write
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import Item, SeedItem
+from worker.store.state_codec import RATING_STATES
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
 
@@ -53,11 +54,11 @@ def unrated_game(game_id: str, result: str) -> GameFinished:
     )
 
 
-class Overtaken(RedisStore):
+class Overtaken(RedisStore[RatingState]):
     """A store whose first apply is overtaken: another process records a game just before it."""
 
     def __init__(self, redis: Redis, before_first_apply: Callable[[], Awaitable[None]]) -> None:
-        super().__init__(redis, PREFIX, "ours", 60, 3600)
+        super().__init__(redis, PREFIX, "ours", 60, 3600, codec=RATING_STATES)
         self.before: Callable[[], Awaitable[None]] | None = before_first_apply
 
     async def apply(
@@ -78,7 +79,7 @@ async def r(redis_server: RedisService) -> AsyncIterator[Redis]:
 
 
 async def verdicts(r: Redis, winner: GameFinished, batch: list[Item]) -> list[Verdict]:
-    other = RedisStore(r, PREFIX, "theirs", 60, 3600)
+    other = RedisStore(r, PREFIX, "theirs", 60, 3600, codec=RATING_STATES)
 
     async def record_winner() -> None:
         applied, _ = await other.apply([Write(winner.game_id, facts_digest(winner), (), ())])
@@ -108,7 +109,7 @@ async def test_a_later_copy_matching_the_winner_is_a_duplicate_not_a_conflict(r:
 async def test_copies_of_a_game_nobody_overtook_keep_their_verdicts(r: Redis) -> None:
     # The control: another game is recorded meanwhile; our copies are decided against each other.
     first, second = unrated_game("g1", "1-0"), unrated_game("g1", "0-1")
-    other = RedisStore(r, PREFIX, "theirs", 60, 3600)
+    other = RedisStore(r, PREFIX, "theirs", 60, 3600, codec=RATING_STATES)
     elsewhere = unrated_game("g2", "1-0")
 
     async def record_elsewhere() -> None:
@@ -123,7 +124,9 @@ async def test_copies_of_a_game_nobody_overtook_keep_their_verdicts(r: Redis) ->
 
 async def test_a_seed_row_expecting_a_seq_is_imported_only_over_that_seq(r: Redis) -> None:
     """The switch-over's check-and-set: a rating a worker changed since it was compared moves."""
-    pipeline = Pipeline(ENGINE, RedisStore(r, PREFIX, "ours", 60, 3600), NO_PUBLISHER, hold_seconds=60)
+    pipeline = Pipeline(
+        ENGINE, RedisStore(r, PREFIX, "ours", 60, 3600, codec=RATING_STATES), NO_PUBLISHER, hold_seconds=60
+    )
     row = SeedRow("a", Category.BLITZ, Hundredths(180000), 40)
     # An import that publishes nothing: the store holds the seeded state (seq 1) directly.
     await r.set(keys.state_key(PREFIX, row.key), b"1|150000|10|")
