@@ -4,7 +4,7 @@
                                            [--systems arena,uscf-cc,glicko2]
 
 For each system of `--systems` (default: every one) it generates, once, as many games among as
-many players with that system's generator (`worker.embedded.traffic.SIMULATIONS`: the arena's
+many players with that system's generator (`worker.embedded.traffic_by_name.SIMULATIONS`: the arena's
 games, the correspondence games of `uscf-cc`, the arena's games over months for `glicko2`) and
 its seeding file, cached in the workdir under
 names that include the system. Each run then times, one after the other and interleaved, for each

@@ -1,4 +1,4 @@
-"""Input of the `uscf-cc` system: `arena.game.finished.v1.correspondence` (contract v2, "Input"):
+"""Input of the `uscf-cc` system: `arena.game.finished.v1.correspondence` (docs/systems/uscf-cc.md, "Input"):
 v1's game plus an optional `forfeit_kind`."""
 
 from typing import Literal

@@ -1,4 +1,4 @@
-"""A `uscf-cc` seeding row: `player_id,category,rating,rated_games` (contract v2, "Seeding rows"):
+"""A `uscf-cc` seeding row: `player_id,category,rating,rated_games` (docs/systems/uscf-cc.md, "Seeding rows"):
 category `correspondence`, a rating with at most two decimals and any sign (no floor), at least
 one game credit (fewer than 25: provisional)."""
 

@@ -1,5 +1,5 @@
-"""A `fide` seeding row: `player_id,category,rating,rated_games,reached_2400,birth_year` (contract
-v2, "Seeding rows"): a published rating, a whole number of 1400 or more, its games, whether it has
+"""A `fide` seeding row: `player_id,category,rating,rated_games,reached_2400,birth_year` (docs/systems/fide.md,
+"Seeding rows"): a published rating, a whole number of 1400 or more, its games, whether it has
 reached 2400 (null: it has when the rating is 2400 or more; false with such a rating is refused)
 and the player's year of birth, if known (K reads both: docs/systems/fide.md, "Rules and readings")."""
 

@@ -1,5 +1,5 @@
 """A `glicko2` seeding row: `player_id,category,rating,rated_games,deviation,volatility`
-(contract v2, "Seeding rows"): a rating of 400.00 or more, its games, and its deviation (45.00 to
+(docs/systems/glicko2.md, "Seeding rows"): a rating of 400.00 or more, its games, and its deviation (45.00 to
 500.00) and volatility (above 0, at most 0.1, nine decimals at most), both given or both empty
 (then 500.00 and 0.09), given when the rating has games."""
 

@@ -1,5 +1,5 @@
 """The games of contract v2's systems: v1's game, and never an object with a `control` key
-(contract v2, "Control messages": in the service a record with a `control` key is
+(docs/contract-v2.md, "The per-period systems", "Close lines": in the service a record with a `control` key is
 `invalid_schema` for every system of version 2, so that `run` and `rate` agree)."""
 
 from typing import Any

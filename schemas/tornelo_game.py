@@ -1,5 +1,5 @@
 """Input of the `tornelo` system: the arena's `arena.game.finished.v1` plus an optional
-`tournament_id` (contract v2, "Input")."""
+`tournament_id` (docs/systems/tornelo.md, "Input")."""
 
 from pydantic import ConfigDict
 

@@ -1,6 +1,7 @@
-"""Input of the `tornelo` system: `arena.tournament.finished.v1`, the end of a tournament (contract
-v2, "Closes"). `event_id` may be longer than a game's, to hold an operator's close
-(`operator/{tournament_id}/{unix_ms}` with a 128-character id); `finished_at` is informational."""
+"""Input of the `tornelo` system: `arena.tournament.finished.v1`, the end of a tournament (for the
+service of a later release; docs/systems/tornelo.md, "Operating it"). `event_id` may be longer
+than a game's, to hold an operator's close (`operator/{tournament_id}/{unix_ms}` with a
+128-character id); `finished_at` is informational."""
 
 from typing import Annotated
 

@@ -61,7 +61,7 @@ System = Literal["arena", "uscf-cc", "glicko2", "fide", "tornelo"]
 
 
 class SystemNames(NamedTuple):
-    """The names a rating system's deployment uses by default (contract v2, "One system per deployment")."""
+    """The names a rating system's deployment uses by default (docs/operations.md, "Rating systems side by side")."""
 
     topic_games: str
     topic_ratings: str

@@ -1,4 +1,4 @@
-"""RATING_SYSTEM: one rating system per deployment (contract v2, "One system per deployment"): the
+"""RATING_SYSTEM: one rating system per deployment (docs/operations.md, "Rating systems side by side"): the
 names it sets by default, the names no deployment may take from another system (status 2, one
 line, before any connection)."""
 

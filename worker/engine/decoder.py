@@ -66,8 +66,8 @@ def decode_input(
 
 def decode_line(rules: RatingSystem[Any], value: bytes, max_bytes: int) -> GameFinished | CloseLine:
     """A line of `rate`'s input file: a game of `rules`' system, or, for a per-period system, a
-    close line (contract v2, "Control messages": a JSON object with a `control` key is never a
-    game; it is a close when `control` is exactly "close" and `period` is a period of the
+    close line (docs/contract-v2.md, "The per-period systems", "Close lines": a JSON object with a
+    `control` key is never a game; it is a close when `control` is exactly "close" and `period` is a period of the
     system, other keys ignored, and `invalid_schema` otherwise), or BadInput."""
     try:
         return decode_input(rules, value, max_bytes)  # a line has no record timestamp

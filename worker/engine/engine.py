@@ -273,7 +273,8 @@ class Engine(Generic[S]):
     @staticmethod
     def close_order(keys: Iterable[str]) -> list[str]:
         """The order in which a period's ratings are closed: the byte order of their keys
-        `{player_id}/{category}` as UTF-8 (contract v2, "Order of the events")."""
+        `{player_id}/{category}` as UTF-8 (docs/contract-v2.md, "The per-period systems",
+        "Order")."""
         return sorted(keys, key=str.encode)
 
     def _updates(

@@ -1,7 +1,7 @@
 """Seeding files: a header line, then one row a rating, validated whole before anything is applied.
 
-A bad row, or the same (player_id, category) twice, refuses the whole file (contract,
-"Seeding established ratings"; v2, "Seeding rows"): the caller gets SeedFileError and must
+A bad row, or the same (player_id, category) twice, refuses the whole file (docs/contract.md,
+"Seeding established ratings"; docs/systems/, "Seeding rows"): the caller gets SeedFileError and must
 write nothing. Each system has its own header and row syntax (`RatingSystem.parse_seed_row`).
 Reading the file itself is `worker.replay.seed_file`'s: this module parses text.
 """

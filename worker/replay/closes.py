@@ -25,8 +25,8 @@ Emit = Callable[[Update[S]], object]
 async def close_period(
     engine: Engine[S], store: MemoryStore[S], period: str, emit: Emit[S], take: Callable[[str], bool] | None = None
 ) -> tuple[str, ...]:
-    """A close of `period`, its events given to `emit` in order (contract v2, "Order of the
-    events"); the periods it marked closed, in order:
+    """A close of `period`, its events given to `emit` in order (docs/contract-v2.md, "The
+    per-period systems", "Order"); the periods it marked closed, in order:
 
     1. a close still in progress is finished (`finish_close`): a period is marked only once the
        close of the one before it is finished;

@@ -1,6 +1,6 @@
 """What the rules read of a game's `finished_at`, shared by the systems that read it (`glicko2`,
 `fide`): its instant (cached: a player's latest game is read again at each of his games), the
-input's two checks of it (contract v2, "Input"), and its month in UTC (`fide`'s rating period).
+input's two checks of it (docs/systems/glicko2.md and fide.md, "Input"), and its month in UTC (`fide`'s rating period).
 
 Everything is integer arithmetic on the timestamp's digits (`worker.rules.instants`): every
 fractional digit kept, the offset applied, a leap second `:60` counted as `:59`.

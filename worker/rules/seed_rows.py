@@ -1,5 +1,5 @@
-"""The checks that every system's seeding rows share (contract v1, "Seeding established ratings";
-v2, "Seeding rows"): the number of fields, the player's id and the category, a count of rated
+"""The checks that every system's seeding rows share (docs/contract.md, "Seeding established
+ratings"; docs/systems/, "Seeding rows"): the number of fields, the player's id and the category, a count of rated
 games, a whole or a two-decimal number. Each raises ValueError("field: why"), the field first, as
 the refusal of a seeding file names it; a system's `parse_seed_row` calls them in its own order
 (the first wrong field of a row is the one named) and adds its own ranges."""

@@ -212,7 +212,7 @@ def duplicate_facts(game: CorrespondenceGameFinished) -> str:
     return f"forfeit_kind={game.forfeit_kind}" if game.termination == "forfeit" else ""
 
 
-# --- seeding rows: player_id,category,rating,rated_games (contract v2, "Seeding rows")
+# --- seeding rows: player_id,category,rating,rated_games (docs/systems/uscf-cc.md, "Seeding rows")
 
 CATEGORY = "correspondence"  # the one category of the system (U16)
 SEED_HEADER = ("player_id", "category", "rating", "rated_games")

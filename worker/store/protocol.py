@@ -1,7 +1,7 @@
 """What the engine's callers need from a store of rating states, whatever holds them.
 
 Two protocols, each implemented by Redis (`worker.store.redis_store`, the streaming worker's)
-and by memory (`worker.store.memory`, the offline replay's and the rebuild's), and held to one
+and by memory (`worker.replay.memory_store`, the offline replay's and the rebuild's), and held to one
 contract test suite (tests/integration/store/test_contract.py):
 
 - `StateStore`: read a batch's states and idempotency records into a `Snapshot`; apply a batch

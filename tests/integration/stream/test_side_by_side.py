@@ -1,4 +1,4 @@
-"""An `arena` and a `glicko2` deployment side by side (contract v2, "One system per deployment"):
+"""An `arena` and a `glicko2` deployment side by side (docs/operations.md, "Rating systems side by side"):
 one input topic (the arena's games, which glicko2 reads too), one broker and one Redis; each its
 own output topic, dead-letter topic, consumer group and key prefix (the systems' defaults,
 `rating:` and `rating-glicko2:`), each seeded with its own file.

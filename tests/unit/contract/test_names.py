@@ -1,6 +1,6 @@
 """The names each rating system (tests/support/contract_systems.py) declares collide with no
-other system's where a collision would mix two deployments (contract v2, "One system per
-deployment"): its name, its output and dead-letter topics, its consumer group, and its Redis key
+other system's where a collision would mix two deployments (docs/operations.md, "Rating
+systems side by side"): its name, its output and dead-letter topics, its consumer group, and its Redis key
 prefixes (the live one and `rebuild`'s, none nesting in another: a scan of one would read the
 other's keys). What a deployment writes lands in no topic another system reads.
 

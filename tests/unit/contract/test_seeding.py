@@ -1,10 +1,11 @@
 """Seeding rows, for every rating system (tests/support/contract_systems.py), taken and refused as
-docs/contract.md says ("Seeding established ratings", each system's seeding rows, and "Order" of
-the per-period systems): a file is taken whole or refused whole; a row over a rating never seen
-is imported (an `imported` event, the next `seq`, no `rating_before`); a row equal to the state
-is skipped; a row over a rating with state is refused unless forced, and a per-period system's
-rating still holding games of a closed period (or where the system says) is refused forced or
-not. The row `switch-over` makes of a state (`row_of`) imports that state whole."""
+docs/contract.md says ("Seeding established ratings"), each system's page (docs/systems/,
+"Seeding rows") and docs/contract-v2.md ("Order" of the per-period systems): a file is taken
+whole or refused whole; a row over a rating never seen is imported (an `imported` event, the
+next `seq`, no `rating_before`); a row equal to the state is skipped; a row over a rating with
+state is refused unless forced, and a per-period system's rating still holding games of a closed
+period (or where the system says) is refused forced or not. The row `switch-over` makes of a
+state (`row_of`) imports that state whole."""
 
 import dataclasses
 import io

@@ -2,7 +2,7 @@
 replay gives the same bytes every time, `rate` writes what the engine gives, a redelivered game
 changes nothing, and each rating's events come in gapless `seq`, each `rating_before` the
 rating after the event before (docs/contract.md: "Output", "Duplicates and the idempotency
-record", "Version 2" and the per-period systems' "Order").
+record"; docs/contract-v2.md: "Every v2 event" and the per-period systems' "Order").
 
 Each property draws, of each source of a system's streams, the examples that source asks
 (`Source.examples`: 60, or as many as the system's own copy of the property ran before the suite
@@ -131,9 +131,9 @@ def gapless(system: SystemParts[Any], stream: Stream, data: st.DataObject) -> No
 def test_a_close_that_takes_some_ratings_at_once_gives_each_rating_the_events_of_a_whole_close(
     system: SystemParts[Any],
 ) -> None:
-    """A per-period system (docs/contract.md, "Order"): the ratings a close leaves are closed
-    by their next game (its close events first), or when the close is finished; per rating, the
-    same events as `rate`'s close lines."""
+    """A per-period system (docs/contract-v2.md, "The per-period systems", "Order"): the ratings
+    a close leaves are closed by their next game (its close events first), or when the close is
+    finished; per rating, the same events as `rate`'s close lines."""
 
     def check(stream: Stream, data: st.DataObject) -> None:
         whole, store = system.replayer.replay(stream)

@@ -42,7 +42,7 @@ def test_the_input_schema_states_the_contract_constraints() -> None:
     }
 
 
-# Contract v2, "JSON Schemas": the files exported beside version 1's.
+# docs/contract-v2.md, "The JSON Schemas": the files exported beside version 1's.
 CONTRACT_V2_FILES = {
     "arena.rating.changed.v2.schema.json",
     "arena.game.finished.v1.correspondence.schema.json",

@@ -1,4 +1,4 @@
-"""The tournament-end record of `arena.tournament.finished.v1` (contract v2, "Closes"): an event id
+"""The tournament-end record of `arena.tournament.finished.v1` (docs/contract-v2.md, "The JSON Schemas"): an event id
 of 1-160 characters (an operator's close holds a 128-character id), a tournament id, a timestamp;
 strict types, unknown fields ignored, as the game input."""
 
