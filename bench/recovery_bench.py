@@ -47,8 +47,8 @@ from stream_bench import (
     workload,
 )
 
-from worker.embedded.traffic import ArenaSimulation
 from worker.store import keys
+from worker.systems.arena.traffic import ArenaSimulation
 
 Result = dict[str, float]
 

@@ -30,14 +30,14 @@ from redis.asyncio import Redis
 
 from worker.embedded.stack import RedisServer
 from worker.engine.engine import Engine, SeedRow
-from worker.rules.arena import ArenaRules
-from worker.rules.arena_state import UNSEEN, RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
 from worker.store import keys
 from worker.store.protocol import StateWrite, Write
 from worker.store.redis_store import RedisStore
-from worker.store.state_codec import RATING_STATES
+from worker.systems.arena.codec import RATING_STATES
+from worker.systems.arena.state import UNSEEN, RatingState
+from worker.systems.registry import ARENA
 
 CHUNK = 1000
 RETENTION = 30 * 24 * 3600
@@ -75,7 +75,7 @@ async def encodings(redis: "Redis", pattern: str) -> str:
 
 async def per_rating(redis: "Redis", ratings: int) -> float:
     store = RedisStore(redis, PREFIX, "bench", 60, RETENTION, codec=RATING_STATES)
-    engine = Engine(ArenaRules(), Points(1200))
+    engine = Engine(ARENA, Points(1200))
     base = await used(redis)
     for start in range(0, ratings, CHUNK):
         items: list[Write[RatingState]] = []

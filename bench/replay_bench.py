@@ -4,7 +4,7 @@
                                            [--systems arena,uscf-cc,glicko2]
 
 For each system of `--systems` (default: every one) it generates, once, as many games among as
-many players with that system's generator (`worker.embedded.traffic_by_name.SIMULATIONS`: the arena's
+many players with that system's generator (`worker.embedded.traffic_by_name.BY_NAME`: the arena's
 games, the correspondence games of `uscf-cc`, the arena's games over months for `glicko2`) and
 its seeding file, cached in the workdir under
 names that include the system. Each run then times, one after the other and interleaved, for each
@@ -40,17 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.game_finished import GameFinished
-from worker.embedded.traffic_by_name import SIMULATIONS
+from worker.embedded.traffic import traffic
 from worker.engine.engine import Engine, SeedRow
 from worker.replay.memory_store import MemoryBackend, MemoryStore
-from worker.rules.arena import ArenaRules
-from worker.rules.arena_state import UNSEEN, RatingState
-from worker.rules.by_name import RULES
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.period_interface import periodic
 from worker.store.schedule import SeedItem, apply_in_order
-from worker.store.state_codec import CODECS
+from worker.systems.arena.state import UNSEEN, RatingState
+from worker.systems.registry import ARENA, BY_NAME
 
 # Runs a command and prints its peak RSS: the wrapper is small when it forks, so the child's
 # `ru_maxrss` is its own (Linux carries the forking process's high-water mark across exec: taken
@@ -68,7 +65,7 @@ def generate(directory: Path, system: str, games: int, players: int) -> tuple[Pa
     games_path = directory / f"games-{system}-{games}-{players}.jsonl"
     seed_path = directory / f"seed-{system}-{players}.csv"
     if not (games_path.exists() and seed_path.exists()):
-        sim = SIMULATIONS[system](players, seed=42)
+        sim = traffic(BY_NAME[system])(players, seed=42)
         partial_seed, partial_games = seed_path.with_suffix(".partial"), games_path.with_suffix(".partial")
         partial_seed.write_text(sim.seed_csv(), encoding="utf-8")
         with partial_games.open("wb") as f:
@@ -114,7 +111,7 @@ def run_floor(system: str, games_path: Path) -> float:
 
 def memory_per_item(n: int) -> tuple[float, float]:
     """Bytes the store keeps per rated rating and per recorded game."""
-    engine = Engine(ArenaRules(), Points(1200))
+    engine = Engine(ARENA, Points(1200))
     backend: MemoryBackend[RatingState] = MemoryBackend(UNSEEN, keep_outboxes=False)
     store = MemoryStore(backend)
     tracemalloc.start()
@@ -157,8 +154,8 @@ def period_sizes(system: str, counts: tuple[int, ...] = (1, 1000), held: bool = 
     """(games, bytes of p's state in Redis, bytes of p's latest event) after each count of games of
     p against q in one period (results in turn: win, draw, loss); `held`: fide's games recorded
     before the month before them is closed (kept one by one until their close)."""
-    rules = RULES[system]
-    engine = Engine(rules, Points(1200))
+    rules = BY_NAME[system].rules
+    engine = Engine(BY_NAME[system], Points(1200))
     assert engine.periods is not None
     rows, close_first, extra = _PERIOD_SETUPS[system]
     if held:
@@ -171,7 +168,7 @@ def period_sizes(system: str, counts: tuple[int, ...] = (1, 1000), held: bool = 
     calendar = engine.periods.opening
     if close_first is not None:
         calendar = engine.marked(calendar, close_first)
-    codec, model = CODECS[system], rules.game_model
+    codec, model = BY_NAME[system].codec, rules.game_model
     sizes, played, payload = [], 0, b""
     for count in counts:
         while played < count:
@@ -218,9 +215,9 @@ class Measured:
 
 def parse_systems(value: str) -> list[str]:
     systems = [name.strip() for name in value.split(",") if name.strip()]
-    unknown = [name for name in systems if name not in SIMULATIONS]
+    unknown = [name for name in systems if name not in BY_NAME]
     if unknown or not systems or len(set(systems)) != len(systems):
-        raise argparse.ArgumentTypeError(f"a comma-separated list of distinct systems among {', '.join(SIMULATIONS)}")
+        raise argparse.ArgumentTypeError(f"a comma-separated list of distinct systems among {', '.join(BY_NAME)}")
     return systems
 
 
@@ -229,7 +226,7 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=1_000_000)
     parser.add_argument("--players", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--systems", type=parse_systems, default=list(SIMULATIONS), help="default: every system")
+    parser.add_argument("--systems", type=parse_systems, default=list(BY_NAME), help="default: every system")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "rating-bench")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -278,7 +275,7 @@ def main() -> None:
     for system, m in measured.items():
         print(f"peak RSS of a child (rate's, {system}): {m.peak_mib:.0f} MiB")
     for system in measured:
-        if periodic(RULES[system]):
+        if BY_NAME[system].periodic:
             shown = "; ".join(
                 f"{games:,} game{'s' if games > 1 else ''}: state {state} B, event {event} B"
                 for games, state, event in period_sizes(system)

@@ -76,20 +76,20 @@ from worker.embedded.stack import (
     start_worker,
     worker_env,
 )
-from worker.embedded.traffic import ArenaSimulation
-from worker.embedded.traffic_by_name import SIMULATIONS
+from worker.embedded.traffic import traffic
 from worker.engine.decoder import decode_game
 from worker.engine.engine import Engine, Verdict
-from worker.rules.arena import ArenaRules
-from worker.rules.arena_state import UNSEEN
 from worker.rules.hundredths import Points
 from worker.service import memory_trace
 from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import read_and_plan
-from worker.store.state_codec import RATING_STATES, decode_state, encode_state
 from worker.stream.publisher import Publisher
+from worker.systems.arena.codec import RATING_STATES, decode_state, encode_state
+from worker.systems.arena.state import UNSEEN
+from worker.systems.arena.traffic import ArenaSimulation
+from worker.systems.registry import ARENA, BY_NAME
 
 PARTITIONS = 6  # input partitions: room for 2 workers (and more) to share the load
 OUT_PARTITIONS = 6
@@ -335,7 +335,7 @@ async def time_scripts(workdir: Path, lines: Sequence[bytes], seed_csv: Path) ->
     """Server µs per game of each of the worker's scripts on a fixed batch: the first `len(lines)`
     games read, planned and applied as one batch on a fresh Redis with the seed imported, then
     every claimed event acknowledged (`INFO commandstats`' time of EVALSHA after each step)."""
-    engine = Engine(ArenaRules(), Points(DEFAULTS.training_rating))
+    engine = Engine(ARENA, Points(DEFAULTS.training_rating))
     games = [decode_game(line, DEFAULTS.max_message_bytes) for line in lines]
     with stack_in(workdir) as stack:
         await stack.start(seed_csv)
@@ -875,7 +875,7 @@ async def ceiling_child(bootstrap: str, expect: int) -> dict[str, float]:
 
 async def naive_child(bootstrap: str, redis_url: str, expect: int) -> dict[str, float]:
     """One game at a time: read, rate, write, publish and await, commit."""
-    engine = Engine(ArenaRules(), Points(DEFAULTS.training_rating))
+    engine = Engine(ARENA, Points(DEFAULTS.training_rating))
     consumer = games_consumer(bootstrap)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     redis = Redis.from_url(redis_url)
@@ -922,7 +922,7 @@ async def batched_child(bootstrap: str, redis_url: str, expect: int) -> dict[str
     batch's states, the project's engine over them in consumed order, one pipelined write of the
     new states, the events by `send_batch`, a commit. No idempotency records, no outboxes, no
     leases: correct for one instance that never crashes between its write and its commit."""
-    engine = Engine(ArenaRules(), Points(DEFAULTS.training_rating))
+    engine = Engine(ARENA, Points(DEFAULTS.training_rating))
     consumer = games_consumer(bootstrap)
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_batch_size=1 << 20)
     redis = Redis.from_url(redis_url)
@@ -1167,10 +1167,10 @@ async def systems_part(args: argparse.Namespace, workdir: Path) -> None:
     """Worker x1 of each rating system draining a backlog of its own games (its simulation's, its
     seed imported), with the pass-through ceiling on the arena's games as the baseline, in every
     run; and how long a new deployment takes to rate a history at that speed."""
-    systems = list(SIMULATIONS)
+    systems = list(BY_NAME)
     backlogs, seeds = {}, {}
     for system in systems:
-        sim = SIMULATIONS[system](args.players, seed=6)
+        sim = traffic(BY_NAME[system])(args.players, seed=6)
         seeds[system] = workdir / f"seed-{system}.csv"
         seeds[system].write_text(sim.seed_csv(), encoding="utf-8")
         backlogs[system] = list(sim.game_lines(args.games))

@@ -21,11 +21,10 @@ from worker.operate.external_sort import MIN_BUDGET_BYTES
 from worker.replay.progress import Progress
 from worker.replay.replay import replay
 from worker.replay.seed_file import read_seed_file
-from worker.rules.by_name import RULES
 from worker.rules.hundredths import Points
 from worker.rules.interface import SeedRow
-from worker.rules.period_interface import periodic
 from worker.settings import RulesSettings
+from worker.systems import registry
 
 if TYPE_CHECKING:
     from worker.settings import WorkerSettings
@@ -178,7 +177,7 @@ def cmd_rate(args: argparse.Namespace) -> int:
             raise UsageError(f"{e.filename}: cannot write: {e.strerror}") from None
         total = Path(args.games).stat().st_size if args.games != "-" else None
         progress = Progress(sys.stderr, total) if sys.stderr.isatty() else None
-        engine = Engine(settings.rules(), Points(settings.training_rating))
+        engine = Engine(settings.spec(), Points(settings.training_rating))
         started = time.perf_counter()
         counts, store = asyncio.run(replay(engine, seeds, games, out, dlq, settings.max_message_bytes, progress))
         if progress is not None:
@@ -200,9 +199,10 @@ def _worker_settings(served: bool = True) -> "WorkerSettings":
         settings = WorkerSettings(_secrets_dir=secrets_dir)
     except ValidationError as e:
         raise _settings_error(e) from None
-    if served and periodic(settings.rules()):
+    if served and not settings.spec().served:
+        name = settings.spec().name
         raise UsageError(
-            f"setting RATING_SYSTEM={settings.system}: this release rates {settings.system} offline only "
+            f"setting RATING_SYSTEM={settings.system}: this release rates {name} offline only "
             f"(`rating-worker rate`); its service (closing periods in Kafka and Redis) comes in a later release"
         )
     return settings
@@ -419,9 +419,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
 def _rebuild_prefix(given: str | None, settings: "WorkerSettings") -> str:
     """`--prefix`, or the system's default rebuild prefix; one that could mix with live keys is refused."""
     from worker.operate.rebuild import check_prefix  # noqa: PLC0415
-    from worker.settings import rebuild_prefix  # noqa: PLC0415
 
-    prefix = rebuild_prefix(settings.system) if given is None else given
+    prefix = settings.spec().rebuild_prefix if given is None else given
     try:
         check_prefix(prefix, settings.redis_key_prefix)
     except ValueError as e:
@@ -481,7 +480,7 @@ def cmd_records(args: argparse.Namespace) -> int:
 
     async def command() -> tuple[str | None, int | None]:
         async with connected(settings, ping=False) as redis:
-            await own_prefix(redis, prefix, settings.system, write=args.layout is not None)
+            await own_prefix(redis, prefix, settings.spec().name, write=args.layout is not None)
             if args.layout is not None:
                 await with_retry(records.set_layout, redis, prefix, args.layout)
             return await with_retry(records.layout, redis, prefix)
@@ -525,10 +524,10 @@ def cmd_docs(args: argparse.Namespace) -> int:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from worker.embedded.traffic_by_name import SIMULATIONS  # noqa: PLC0415  # only this command needs it
+    from worker.embedded.traffic import traffic  # noqa: PLC0415  # only this command needs it
 
     settings = _rules_settings(None)
-    sim = SIMULATIONS[settings.system](args.players, seed=args.random_seed)
+    sim = traffic(settings.spec())(args.players, seed=args.random_seed)
     try:
         if args.seed_out is not None:
             args.seed_out.write_text(sim.seed_csv(), encoding="utf-8")
@@ -712,8 +711,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--duration", type=_positive, help="stop after this many seconds (default: at Ctrl-C)")
     demo.add_argument(
         "--system",
-        choices=sorted(name for name, rules in RULES.items() if not periodic(rules)),
-        default="arena",
+        choices=sorted(spec.name for spec in registry.BUILT_IN if spec.served),
+        default=registry.DEFAULT,
         help="the rating system its workers run (fide and tornelo: `rate` only in this release)",
     )
     demo.set_defaults(func=cmd_demo)

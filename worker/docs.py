@@ -22,9 +22,11 @@ from pydantic.fields import FieldInfo
 
 from worker import metrics
 from worker.engine.decoder import ErrorKind
+from worker.engine.spec import SystemNames
 from worker.metrics import LATENCY_BUCKETS, LabelValues
 from worker.rules.interface import Kind, Skip
-from worker.settings import RulesSettings, SystemNames, WorkerSettings
+from worker.settings import RulesSettings, WorkerSettings
+from worker.systems import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGURATION = Path("docs/configuration.md")
@@ -207,14 +209,13 @@ def label_values() -> dict[MetricWrapperBase, dict[str, LabelValues]]:
     the decoder's error kinds and every system's kinds (in `Kind`'s order), categories (the
     arena's first) and skip reasons (in `Skip`'s order), which `worker.metrics` is given; and the
     retry operations, which it cannot import (`worker.stream.retry` imports it)."""
-    from worker.rules.by_name import RULES  # noqa: PLC0415
     from worker.stream.retry import OPERATIONS  # noqa: PLC0415  # Kafka and Redis clients load only here
 
     retries: dict[str, LabelValues] = {
         "operation": tuple(op.label for op in OPERATIONS),
         "dependency": tuple(dict.fromkeys(op.dependency for op in OPERATIONS)),
     }
-    categories = dict.fromkeys(c for rules in RULES.values() for c in rules.categories)
+    categories = dict.fromkeys(c for spec in registry.BUILT_IN for c in spec.rules.categories)
     every = metrics.label_values(error_kinds=ErrorKind, kinds=Kind, categories=categories, skips=Skip)
     return {**every, metrics.RETRIES: retries}
 
@@ -263,12 +264,10 @@ def _values_text(values: LabelValues) -> str:
 
 
 def _system_values() -> list[str]:
-    from worker.rules.by_name import RULES  # noqa: PLC0415
-
     return [
-        f"- `{name}`: kinds {_values_text(tuple(rules.kinds))}; categories {_values_text(rules.categories)}; "
-        f"skip reasons {_values_text(tuple(rules.skips))}"
-        for name, rules in RULES.items()
+        f"- `{spec.name}`: kinds {_values_text(tuple(spec.rules.kinds))}; "
+        f"categories {_values_text(spec.rules.categories)}; skip reasons {_values_text(tuple(spec.rules.skips))}"
+        for spec in registry.BUILT_IN
     ]
 
 

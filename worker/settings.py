@@ -5,18 +5,17 @@ the rules between settings), so that a wrong one stops the command with one line
 variable instead of failing later, half way, with a traceback.
 """
 
-import json
 import re
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from worker.rules.by_name import RULES
-from worker.rules.hundredths import parse_fixed2
+from worker.engine.spec import SystemNames, SystemSpec
 from worker.rules.interface import RatingSystem
-from worker.rules.tornelo import Parameters, TorneloRules
+from worker.systems import registry
+from worker.systems.tornelo.settings import bonus_factor, tornelo_k
 
 # Kafka's own rule for topic names.
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -57,83 +56,44 @@ def redis_address(url: str) -> str:
 
 KEY_PATTERN_CHARS = "*?[]\\"  # characters of a Redis key pattern (SCAN MATCH): never in a prefix
 
-System = Literal["arena", "uscf-cc", "glicko2", "fide", "tornelo"]
-
-
-class SystemNames(NamedTuple):
-    """The names a rating system's deployment uses by default (docs/operations.md, "Rating systems side by side")."""
-
-    topic_games: str
-    topic_ratings: str
-    topic_dead_letters: str
-    kafka_group_id: str
-    redis_key_prefix: str
-
-
-def _v2_names(system: str, topic_games: str = "arena.game.finished.v1") -> SystemNames:
-    return SystemNames(
-        topic_games,
-        f"arena.rating.changed.v2.{system}",
-        f"arena.game.finished.v1.dlq.{system}",
-        f"rating-worker-{system}",
-        f"rating-{system}:",
-    )
-
-
-# Every system of the contract: no deployment may take another's names.
-SYSTEM_NAMES: dict[str, SystemNames] = {
-    "arena": SystemNames(
-        "arena.game.finished.v1", "arena.rating.changed.v1", "arena.game.finished.v1.dlq", "rating-worker", "rating:"
-    ),
-    "uscf-cc": _v2_names("uscf-cc", "arena.game.finished.v1.correspondence"),
-    "glicko2": _v2_names("glicko2"),
-    "fide": _v2_names("fide"),
-    "tornelo": _v2_names("tornelo"),
-}
-
-
-def rebuild_prefix(system: str) -> str:
-    """`rebuild`'s and `switch-over`'s default key prefix: `rating-rebuild:` for the arena (as
-    before systems had names), `rating-{system}-rebuild:` for the others (contract v2)."""
-    return "rating-rebuild:" if system == "arena" else f"rating-{system}-rebuild:"
-
-
-# tornelo's own topic and group besides (its tournament ends): no other system may take them.
-TORNELO_CLOSE_NAMES = {"topic": "arena.tournament.finished.v1", "group": "rating-worker-tornelo-close"}
+# `{prefix}`-style names a deployment owns: no two deployments may share one.
 OWN_NAMES = ("topic_ratings", "topic_dead_letters", "kafka_group_id", "redis_key_prefix")
 
 
-def name_problems(system: str, names: SystemNames) -> list[str]:
-    """Where a deployment of `system` would use another system's name: one line each."""
+def name_problems(spec: SystemSpec[Any], names: SystemNames) -> list[str]:
+    """Where a deployment of `spec`'s system would use another system's name: one line each."""
+    system = spec.name
+    others = [other for other in registry.BUILT_IN if other.name != system]
     problems = []
     for field in OWN_NAMES:
         value = getattr(names, field)
-        for other, theirs in SYSTEM_NAMES.items():
-            if other == system:
-                continue
+        for other in others:
+            theirs = other.names
             if field == "redis_key_prefix":
                 if value.startswith(theirs.redis_key_prefix) or theirs.redis_key_prefix.startswith(value):
                     what = "is" if value == theirs.redis_key_prefix else "nests with"
-                    problems.append(f"RATING_REDIS_KEY_PREFIX={value} {what} the key prefix of the system {other}")
+                    problems.append(f"RATING_REDIS_KEY_PREFIX={value} {what} the key prefix of the system {other.name}")
             elif value == getattr(theirs, field):
-                problems.append(f"RATING_{field.upper()}={value} is the {_WHAT[field]} of the system {other}")
+                problems.append(f"RATING_{field.upper()}={value} is the {_WHAT[field]} of the system {other.name}")
         if field in ("topic_ratings", "topic_dead_letters"):
             # What this deployment writes must not land in a topic another system reads or writes.
-            for other, theirs in SYSTEM_NAMES.items():
+            for other in others:
+                theirs = other.names
                 for role, topic in (("input", theirs.topic_games), ("output", theirs.topic_ratings)):
-                    if other != system and value == topic and (field, role) != ("topic_ratings", "output"):
-                        problems.append(f"RATING_{field.upper()}={value} is the {role} topic of the system {other}")
-                if other != system and field == "topic_ratings" and value == theirs.topic_dead_letters:
-                    problems.append(f"RATING_TOPIC_RATINGS={value} is the dead-letter topic of the system {other}")
-            if value == TORNELO_CLOSE_NAMES["topic"] and system != "tornelo":
-                problems.append(f"RATING_{field.upper()}={value} is the tournament topic of the system tornelo")
-        if field == "kafka_group_id" and value == TORNELO_CLOSE_NAMES["group"] and system != "tornelo":
-            problems.append(f"RATING_KAFKA_GROUP_ID={value} is the close group of the system tornelo")
-    if system == "uscf-cc" and names.topic_games == SYSTEM_NAMES["arena"].topic_games:
-        problems.append(
-            f"RATING_TOPIC_GAMES={names.topic_games} holds the arena's live games: uscf-cc reads its own topic "
-            "of correspondence games, and would rate every live game as one"
+                    if value == topic and (field, role) != ("topic_ratings", "output"):
+                        problems.append(
+                            f"RATING_{field.upper()}={value} is the {role} topic of the system {other.name}"
+                        )
+                if field == "topic_ratings" and value == theirs.topic_dead_letters:
+                    problems.append(f"RATING_TOPIC_RATINGS={value} is the dead-letter topic of the system {other.name}")
+        problems.extend(
+            f"RATING_{field.upper()}={value} is the {reserved.what} of the system {other.name}"
+            for other in others
+            for reserved in other.reserved
+            if reserved.field == field and reserved.value == value
         )
+    if spec.name_check is not None:
+        problems.extend(spec.name_check(names))
     return problems
 
 
@@ -151,17 +111,19 @@ class RulesSettings(BaseSettings):
 
     # One rating system per deployment; it sets the defaults of the topics, group and prefix.
     system: Annotated[
-        System,
+        str,
         Field(
             description="The rating system of this deployment: `arena` (contract v1), `uscf-cc` (US Chess "
             "correspondence, contract v2), `glicko2` (Glicko-2 game by game, contract v2), `fide` (FIDE, one change "
-            "per calendar month, contract v2) or `tornelo` (Tornelo, one change per tournament, contract v2). It "
-            "sets the defaults of `RATING_TOPIC_GAMES`, `RATING_TOPIC_RATINGS`, `RATING_TOPIC_DEAD_LETTERS`, "
-            "`RATING_KAFKA_GROUP_ID` and `RATING_REDIS_KEY_PREFIX`; no deployment may use another system's output "
-            "topic, dead-letter topic, group or key prefix. `fide` and `tornelo` run offline only in this "
-            "release (`rate`, `sample`, `config`): every command that touches Kafka or Redis refuses them at start.",
+            "per calendar month, contract v2) or `tornelo` (Tornelo, one change per tournament, contract v2); or "
+            "`package.module:SPEC`, the import path of a system defined outside this package "
+            "(docs/adding-a-system.md). It sets the defaults of `RATING_TOPIC_GAMES`, `RATING_TOPIC_RATINGS`, "
+            "`RATING_TOPIC_DEAD_LETTERS`, `RATING_KAFKA_GROUP_ID` and `RATING_REDIS_KEY_PREFIX`; no deployment may "
+            "use another system's output topic, dead-letter topic, group or key prefix. `fide` and `tornelo` run "
+            "offline only in this release (`rate`, `sample`, `config`): every command that touches Kafka or Redis "
+            "refuses them at start.",
         ),
-    ] = "arena"
+    ] = registry.DEFAULT
 
     # The fixed rating shown to unrated players; it never enters a calculation.
     training_rating: Annotated[
@@ -202,6 +164,8 @@ class RulesSettings(BaseSettings):
         ),
     ] = 65536
 
+    _spec: SystemSpec[Any] = PrivateAttr()
+
     @field_validator("tornelo_k")
     @classmethod
     def _tornelo_k(cls, value: str) -> str:
@@ -211,40 +175,27 @@ class RulesSettings(BaseSettings):
     @field_validator("tornelo_bonus_factor")
     @classmethod
     def _tornelo_bonus_factor(cls, value: str) -> str:
-        try:
-            parse_fixed2(value)
-        except ValueError:
-            raise ValueError(f"{value!r} is not a decimal >= 0 with at most two decimals (1.00, 0.5, 0)") from None
+        bonus_factor(value)
         return value
 
+    @field_validator("system")
+    @classmethod
+    def _system(cls, value: str) -> str:
+        registry.spec_of(value)  # UnknownSystem is a ValueError: the message names the variable
+        return value
+
+    @model_validator(mode="after")
+    def _configured(self) -> "RulesSettings":
+        self._spec = registry.spec_of(self.system).configured(self.model_dump())
+        return self
+
+    def spec(self) -> SystemSpec[Any]:
+        """The deployment's rating system, with its parameters (tornelo's K and bonus factor)."""
+        return self._spec
+
     def rules(self) -> RatingSystem[Any]:
-        """The deployment's rating system with its parameters (tornelo's K and bonus factor)."""
-        rules = RULES[self.system]
-        if isinstance(rules, TorneloRules):
-            return TorneloRules(Parameters(tornelo_k(self.tornelo_k), parse_fixed2(self.tornelo_bonus_factor)))
-        return rules
-
-
-def tornelo_k(value: str) -> dict[str, tuple[int, int]]:
-    """`RATING_TORNELO_K` read: each of the three categories to its two K; ValueError says what is wrong."""
-    try:
-        table = json.loads(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not JSON") from None
-    categories = ("rapid", "blitz", "bullet")
-    if not isinstance(table, dict) or sorted(table) != sorted(categories):
-        raise ValueError("must be a JSON object with exactly the keys rapid, blitz and bullet")
-    ks: dict[str, tuple[int, int]] = {}
-    for category in categories:
-        pair = table[category]
-        if not (
-            isinstance(pair, list)
-            and len(pair) == 2
-            and all(type(k) is int and k > 0 for k in pair)  # type is: true and 1.0 are not integers here
-        ):
-            raise ValueError(f"{category}: {json.dumps(pair)} is not a pair of positive integers [K <= 2200, K > 2200]")
-        ks[category] = (pair[0], pair[1])
-    return ks
+        """The deployment's rules, with their parameters."""
+        return self._spec.rules
 
 
 class WorkerSettings(RulesSettings):
@@ -588,14 +539,15 @@ class WorkerSettings(RulesSettings):
     @model_validator(mode="after")
     def _system_names(self) -> "WorkerSettings":
         """The system's names where none was given, then no other system's name anywhere."""
-        defaults = SYSTEM_NAMES[self.system]
+        spec = self.spec()
+        defaults = spec.names
         for field in SystemNames._fields:
             if field not in self.model_fields_set:
                 object.__setattr__(self, field, getattr(defaults, field))
-        problems = name_problems(self.system, SystemNames(*(getattr(self, f) for f in SystemNames._fields)))
+        problems = name_problems(spec, SystemNames(*(getattr(self, f) for f in SystemNames._fields)))
         if problems:
-            article = "an" if self.system[0] in "aeiou" else "a"
-            raise ValueError(f"{problems[0]}; {article} {self.system} deployment needs its own")
+            article = "an" if spec.name[0] in "aeiou" else "a"
+            raise ValueError(f"{problems[0]}; {article} {spec.name} deployment needs its own")
         return self
 
     @model_validator(mode="after")

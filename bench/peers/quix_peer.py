@@ -32,11 +32,11 @@ from quixstreams import Application, State
 from schemas.game_finished import GameFinished
 from worker.engine.engine import Engine
 from worker.replay.seed_file import read_seed_file
-from worker.rules.arena import ArenaRules
-from worker.rules.arena_state import RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Points
-from worker.store.state_codec import decode_state, encode_state
+from worker.systems.arena.codec import decode_state, encode_state
+from worker.systems.arena.state import RatingState
+from worker.systems.registry import ARENA
 
 GAMES_TOPIC, RATINGS_TOPIC, GROUP = "bench.games", "bench.ratings", "bench"
 
@@ -49,8 +49,10 @@ class Event(bytes):
 
 class Peer:
     def __init__(self, seed: Path, expect: int) -> None:
-        self.engine = Engine(ArenaRules(), Points(1200))
-        self.seeded = {row.key: RatingState(row.rating, row.rated_games, (), 1) for row in read_seed_file(seed)}
+        self.engine = Engine(ARENA, Points(1200))
+        self.seeded = {
+            row.key: RatingState(row.rating, row.rated_games, (), 1) for row in read_seed_file(seed, ARENA.rules)
+        }
         self.expect = expect
         self.games = 0
         self.first: tuple[float, float] | None = None  # wall clock, CPU seconds

@@ -12,13 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from worker.engine.contracts import contract_of
 from worker.engine.decoder import ErrorKind
 from worker.operate.topics import TopicSpec, topic_specs
-from worker.rules.by_name import RULES
-from worker.rules.period_interface import periodic
 from worker.settings import WorkerSettings
 from worker.stream.dead_letters import ERROR_HEADERS, TRUNCATED_HEADER
+from worker.systems.registry import BUILT_IN, BY_NAME
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENT = REPO / "docs/asyncapi.yaml"
@@ -26,7 +24,7 @@ VALIDATOR = REPO / "tests/support/validate_asyncapi.cjs"
 REPLICATION = 3  # `rating-worker topics`' default, which the document describes
 # The systems the service runs, whose topics the document describes: the per-period systems
 # (fide, tornelo) run in `rate` only in this release, and their channels come with their service.
-SERVED = sorted(name for name, rules in RULES.items() if not periodic(rules))
+SERVED = sorted(spec.name for spec in BUILT_IN if spec.served)
 
 
 def document() -> dict[str, Any]:
@@ -101,9 +99,9 @@ def test_a_systems_channels_carry_its_contracts_schemas(system: str) -> None:
         refs = [m["$ref"].rsplit("/", 1)[-1] for m in by_address[topic]["messages"].values()]
         return {Path(messages[r]["payload"]["schema"]["$ref"]).name for r in refs if "schema" in messages[r]["payload"]}
 
-    model = RULES[system].game_model.model_config.get("title")
+    model = BY_NAME[system].rules.game_model.model_config.get("title")
     assert schema_of(settings.topic_games) == {f"{model}.schema.json"}
-    version = contract_of(RULES[system]).version
+    version = BY_NAME[BY_NAME[system].rules.name].contract.version
     assert schema_of(settings.topic_ratings) == {f"arena.rating.changed.v{version}.schema.json"}
 
 

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from worker.settings import SYSTEM_NAMES, SystemNames
+from worker.engine.spec import SystemNames
+from worker.systems.registry import BY_NAME
 
 NOWHERE = {"RATING_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9", "RATING_REDIS_URL": "redis://127.0.0.1:9/0"}
 
@@ -27,18 +28,18 @@ def shown(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
 
 
 def test_the_names_table_is_the_contracts() -> None:
-    assert SYSTEM_NAMES["arena"] == SystemNames(
+    assert BY_NAME["arena"].names == SystemNames(
         "arena.game.finished.v1", "arena.rating.changed.v1", "arena.game.finished.v1.dlq", "rating-worker", "rating:"
     )
-    assert SYSTEM_NAMES["uscf-cc"] == SystemNames(
+    assert BY_NAME["uscf-cc"].names == SystemNames(
         "arena.game.finished.v1.correspondence",
         "arena.rating.changed.v2.uscf-cc",
         "arena.game.finished.v1.dlq.uscf-cc",
         "rating-worker-uscf-cc",
         "rating-uscf-cc:",
     )
-    assert SYSTEM_NAMES["glicko2"].topic_games == "arena.game.finished.v1"
-    assert SYSTEM_NAMES["tornelo"].redis_key_prefix == "rating-tornelo:"
+    assert BY_NAME["glicko2"].names.topic_games == "arena.game.finished.v1"
+    assert BY_NAME["tornelo"].names.redis_key_prefix == "rating-tornelo:"
 
 
 @pytest.mark.parametrize("system", ["arena", "uscf-cc"])
@@ -46,7 +47,7 @@ def test_the_system_sets_the_default_names(system: str) -> None:
     done = run("config", RATING_SYSTEM=system)
     assert done.returncode == 0, done.stderr
     values = shown(done)
-    names = SYSTEM_NAMES[system]
+    names = BY_NAME[system].names
     for field in SystemNames._fields:
         assert values[f"RATING_{field.upper()}"] == getattr(names, field)
 

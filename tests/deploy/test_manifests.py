@@ -27,7 +27,8 @@ from prometheus_client import REGISTRY
 
 import worker.metrics  # noqa: F401  # registers the worker's metrics
 from tests.deploy.render import render
-from worker.settings import SYSTEM_NAMES, WorkerSettings
+from worker.settings import WorkerSettings
+from worker.systems.registry import BUILT_IN, BY_NAME
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 K8S = DEPLOY / "k8s"
@@ -418,7 +419,7 @@ def test_the_systems_deploy_side_by_side_sharing_no_name(overlay: str, beside: s
     assert configs[0]["RATING_SYSTEM"] == "arena" and configs[1]["RATING_SYSTEM"] != "arena"
     for name in SYSTEM_SETTINGS:
         # Only the input topic may be shared (glicko2 rates the arena's games, with its own group).
-        shared = name == "RATING_TOPIC_GAMES" and configs[1][name] == SYSTEM_NAMES["arena"].topic_games
+        shared = name == "RATING_TOPIC_GAMES" and configs[1][name] == BY_NAME["arena"].names.topic_games
         assert (configs[0][name] == configs[1][name]) == shared, name
     for mine, other in ((ours, theirs), (theirs, ours)):
         assert all(selected(s, mine) for s in selectors_of(mine))
@@ -435,7 +436,7 @@ def test_each_overlay_sets_its_systems_names_explicitly(overlay: str) -> None:
     """The names in the rendered ConfigMap are the system's defaults (the contract's table), each
     set by the overlay's system component, none left to the worker's defaults."""
     config = worker_config(render(K8S / overlay))
-    names = SYSTEM_NAMES[config["RATING_SYSTEM"]]
+    names = BY_NAME[config["RATING_SYSTEM"]].names
     assert [config[f"RATING_{field.upper()}"] for field in names._fields] == list(names)
 
 
@@ -567,12 +568,11 @@ def test_the_dockerfile_builds_this_repo_into_a_small_non_root_image() -> None:
 def test_the_alerts_and_the_dashboard_hold_for_every_rating_system() -> None:
     """No expression selects a kind, category, skip reason or system of its own: each holds for a
     deployment of any system (its series differ by those values and by `system`, not by name)."""
-    from worker.rules.by_name import RULES  # noqa: PLC0415
 
-    values = {"system": set(RULES)}
-    values["kind"] = {k.value for rules in RULES.values() for k in rules.kinds}
-    values["category"] = {c for rules in RULES.values() for c in rules.categories}
-    values["reason"] = {r.value for rules in RULES.values() for r in rules.skips}
+    values = {"system": set(BY_NAME)}
+    values["kind"] = {k.value for spec in BUILT_IN for k in spec.rules.kinds}
+    values["category"] = {c for spec in BUILT_IN for c in spec.rules.categories}
+    values["reason"] = {r.value for spec in BUILT_IN for r in spec.rules.skips}
     for expr in expressions():
         for selector in selectors(promql_parser.parse(expr)):
             for name, _, value in matchers(selector):

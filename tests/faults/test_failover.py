@@ -30,16 +30,17 @@ from tests.support.processes import Processes
 from tests.support.replication import promote, start_replica
 from tests.support.stack import Stack, require_local
 from worker.embedded.stack import RedisServer
-from worker.embedded.traffic import ArenaSimulation
 from worker.engine.engine import SeedRow
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths
 from worker.store import keys
 from worker.store.redis_store import RedisStore, StoreUntrusted
 from worker.store.schedule import Item, SeedItem
-from worker.store.state_codec import RATING_STATES, decode_state
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
+from worker.systems.arena.codec import RATING_STATES, decode_state
+from worker.systems.arena.state import RatingState
+from worker.systems.arena.traffic import ArenaSimulation
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -72,7 +73,7 @@ def replica(stack: Stack, processes: Processes, tmp_path: Path) -> RedisServer:
     return start_replica(processes, primary, tmp_path / "replica")
 
 
-def pipeline_on(client: Redis, publisher: Publisher, token: str, wait_replicas: int = 1) -> Pipeline:
+def pipeline_on(client: Redis, publisher: Publisher, token: str, wait_replicas: int = 1) -> Pipeline[RatingState]:
     store = RedisStore(
         client, PREFIX, token, LEASE, 3600, wait_replicas=wait_replicas, wait_timeout_ms=100, codec=RATING_STATES
     )

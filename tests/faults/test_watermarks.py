@@ -16,8 +16,8 @@ from tests.support.audit import audit
 from tests.support.games import keyed
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
-from worker.embedded.traffic import ArenaSimulation
 from worker.store import keys
+from worker.systems.arena.traffic import ArenaSimulation
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 

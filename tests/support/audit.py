@@ -23,17 +23,15 @@ from schemas.rating_changed_v2 import CcRatingChanged, Glicko2RatingChanged
 from tests.support import records
 from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
-from worker.engine.contracts import contract_of
-from worker.rules import glicko2, uscf_cc
-from worker.rules.arena import ArenaRules
-from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
-from worker.rules.by_name import RULES
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths
 from worker.rules.interface import Change, Pairing, Rated
-from worker.settings import SYSTEM_NAMES
 from worker.store import keys
-from worker.store.state_codec import CODECS
+from worker.systems.arena.rules import ArenaRules
+from worker.systems.arena.state import UNSEEN, QualifyingGame, RatingState
+from worker.systems.glicko2 import rules as glicko2
+from worker.systems.registry import BY_NAME
+from worker.systems.uscf_cc import rules as uscf_cc
 
 PREFIX = "rating:"  # the worker's default RATING_REDIS_KEY_PREFIX
 # Each system's events as its contract's model reads them (the fields the audit reads are common).
@@ -75,7 +73,7 @@ class Audit:
 
     def final_states(self) -> dict[str, Any]:
         """Each rating's state as its last event carries it, read back by the system's contract."""
-        read = contract_of(RULES[self.system]).read
+        read = BY_NAME[BY_NAME[self.system].rules.name].contract.read
         return {key: read(self.payloads[events[-1].event_id]).state for key, events in self.by_key.items()}
 
 
@@ -133,7 +131,7 @@ def audit(records: list[Record], system: str = "arena", games: Mapping[str, Game
 def games_of(lines: Iterable[bytes], system: str = "glicko2") -> dict[str, GameFinished]:
     """The valid games among input lines, by game id (a game id's first valid line: a later line
     with other facts is a conflicting duplicate, dead-lettered)."""
-    model = RULES[system].game_model
+    model = BY_NAME[system].rules.game_model
     games: dict[str, GameFinished] = {}
     for line in lines:
         try:
@@ -150,8 +148,8 @@ def check_glicko2_rules(result: Audit, games: Mapping[str, GameFinished]) -> Non
     the states before it (each rating's previous event's state, or a new rating's): kind, state
     (seq aside) and detail (E, the RD and sigma the game used). An import's detail holds the
     stored RD and sigma before it (none over no state)."""
-    read = contract_of(RULES[result.system]).read
-    rules = RULES[result.system]
+    read = BY_NAME[BY_NAME[result.system].rules.name].contract.read
+    rules = BY_NAME[result.system].rules
     before: dict[str, glicko2.GlickoState] = {}
     for key, events in result.by_key.items():
         previous = glicko2.GlickoState()
@@ -234,7 +232,7 @@ def check_cc_rules(result: Audit) -> None:
     """uscf-cc: every game's changes are exactly what the rules give from the states before it.
     A game with one event is a special forfeit (only its winner changes: the loser's state is
     not read); every other game publishes both players' events."""
-    read = contract_of(RULES[result.system]).read
+    read = BY_NAME[BY_NAME[result.system].rules.name].contract.read
     before: dict[str, uscf_cc.CcState] = {}
     for events in result.by_key.values():
         previous = uscf_cc.CcState()
@@ -349,8 +347,8 @@ class Stored:
 
 
 def read_store(url: str, game_ids: Collection[str], system: str = "arena") -> Stored:
-    prefix = SYSTEM_NAMES[system].redis_key_prefix
-    decode = CODECS[system].decode
+    prefix = BY_NAME[system].names.redis_key_prefix
+    decode = BY_NAME[system].codec.decode
     with redis.Redis.from_url(url, socket_timeout=10) as r:
         # The records where the documented layouts put them (tests.support.records).
         compact = records.compact(r, game_ids, prefix)

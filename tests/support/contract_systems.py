@@ -1,13 +1,14 @@
 """The rating systems the contract suite (tests/unit/contract/) runs over, each with its parts.
 
-`SYSTEMS` is the one list the suite takes its systems from, and `parts` the one place that
-gathers a system's parts: today from the tables keyed by `RATING_SYSTEM` (rules, contract,
-codec, names, traffic generator); once one registry of spec objects replaces them, `parts`
-reads a spec and `SYSTEMS` lists the registry's, and no test changes.
+`SYSTEMS` is the one list the suite takes its systems from: the registry's built-in systems
+(`worker.systems.registry.BUILT_IN`), and one more named by `RATING_TEST_SYSTEM`
+(`package.module:SPEC`, as `RATING_SYSTEM` takes it) when that variable is set: how a system
+defined outside the package goes through the whole suite (tests/cli/test_outside_system.py).
+`parts` gathers what the suite reads of a system from its spec.
 
 A system's streams are drawn by hypothesis, from one or more sources, each with the number of
 examples a property draws of it (`sources`, `each_source`): the project's traffic generator
-(`worker.embedded.traffic_by_name.SIMULATIONS`) from a drawn random seed, with redeliveries mixed
+(`SystemSpec.traffic`) from a drawn random seed, with redeliveries mixed
 in, its seeding file parsed as `rate --seed` parses it; and those a system's own properties drew
 before the suite took them over (tests/support/<system>_streams.py, `OWN_STREAMS`): for `fide`
 and `tornelo` in its place (months, offsets and tournaments at their edges, imports between
@@ -16,29 +17,28 @@ games), for the others beside it (edge values, skipped games, glicko2's imports 
 
 import io
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Generic, get_args
+from typing import Any, Generic
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
+from schemas.export import SCHEMA_DIR
 from schemas.game_finished import GameFinished
 from tests.support import arena_streams, cc_streams, fide_streams, glicko2_streams, period_streams, tornelo_streams
 from tests.support.period_streams import Close, Item, Replayer, Stream
-from worker.embedded.traffic import ArenaSimulation
-from worker.embedded.traffic_by_name import SIMULATIONS
-from worker.engine.contracts import CONTRACTS, Contract
+from worker.embedded.traffic import traffic
 from worker.engine.engine import Engine
 from worker.engine.seed_rows import parse_seed_rows
-from worker.rules.by_name import RULES
+from worker.engine.spec import Contract, StateCodec, SystemNames, SystemSpec
 from worker.rules.hundredths import Points
 from worker.rules.interface import RatingSystem, S
-from worker.rules.period_interface import periodic
-from worker.settings import SYSTEM_NAMES, System, SystemNames, rebuild_prefix
-from worker.store.protocol import StateCodec
-from worker.store.state_codec import CODECS
+from worker.systems import registry
+from worker.systems.arena.traffic import ArenaSimulation
 
 TRAINING = 1200  # RATING_TRAINING_RATING's default: the display of an unrated player
 # The exported JSON Schema of each contract version's events (schemas/json/).
@@ -62,6 +62,7 @@ class Source:
 class SystemParts(Generic[S]):
     """What the contract suite reads of one system."""
 
+    spec: SystemSpec[S]
     name: str  # RATING_SYSTEM
     rules: RatingSystem[S]
     contract: Contract[S]  # its events' encoding, and the reader `restore` reads them with
@@ -81,14 +82,19 @@ class SystemParts(Generic[S]):
 
     @property
     def periodic(self) -> bool:
-        return periodic(self.rules)
+        return self.spec.periodic
 
     @property
-    def event_schema(self) -> str:
-        return EVENT_SCHEMAS[self.contract.version]
+    def event_schema(self) -> dict[str, Any]:
+        """The JSON Schema its events are checked against: a published system's, the exported file of its
+        contract version (as a consumer reads it); another's, its event model's."""
+        if self.spec.published:
+            loaded: dict[str, Any] = json.loads((SCHEMA_DIR / EVENT_SCHEMAS[self.contract.version]).read_text("utf-8"))
+            return loaded
+        return TypeAdapter(self.spec.event_model).json_schema()
 
     def new_engine(self) -> Engine[S]:
-        return Engine(self.rules, Points(TRAINING))
+        return Engine(self.spec, Points(TRAINING))
 
     def parse(self, value: dict[str, Any]) -> GameFinished:
         """A game's message as the system's input model reads it."""
@@ -176,24 +182,29 @@ OWN_STREAMS: dict[str, tuple[Source, Redeliveries, bool]] = {
 }
 
 
-def parts(name: str) -> SystemParts[Any]:
-    """A system's parts, from the tables keyed by its name."""
-    rules, simulation = RULES[name], SIMULATIONS[name]
+def parts(spec: SystemSpec[Any]) -> SystemParts[Any]:
+    """A system's parts, from its spec."""
+    rules, simulation = spec.rules, traffic(spec)
     generated = Source(simulated_streams(simulation, rules))
-    own, redeliveries, beside = OWN_STREAMS.get(name, (generated, same_game, False))
+    own, redeliveries, beside = OWN_STREAMS.get(spec.name, (generated, same_game, False))
     sources = (generated, own) if beside else (own,)
     return SystemParts(
-        name=name,
+        spec=spec,
+        name=spec.name,
         rules=rules,
-        contract=CONTRACTS[name],
-        codec=CODECS[name],
-        names=SYSTEM_NAMES[name],
-        rebuild_prefix=rebuild_prefix(name),
+        contract=spec.contract,
+        codec=spec.codec,
+        names=spec.names,
+        rebuild_prefix=spec.rebuild_prefix,
         simulation=simulation,
         sources=sources,
         redeliveries=redeliveries,
     )
 
 
-# Every system the suite runs over: the one list (the registry's specs, once there is one).
-SYSTEMS: list[SystemParts[Any]] = [parts(name) for name in get_args(System)]
+# A system from outside the package to run the suite over besides (package.module:SPEC).
+OUTSIDE = os.environ.get("RATING_TEST_SYSTEM")
+# Every system the suite runs over: the one list.
+SYSTEMS: list[SystemParts[Any]] = [
+    parts(spec) for spec in (*registry.BUILT_IN, *([registry.spec_of(OUTSIDE)] if OUTSIDE else []))
+]

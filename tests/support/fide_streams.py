@@ -23,9 +23,10 @@ from schemas.system_game import SystemGameFinished
 from tests.support import period_streams
 from tests.support.period_streams import Close, Import, Item, Replayer, Stream
 from worker.engine.engine import Engine, Update
-from worker.rules.fide import FideRules, FideState, parse_seed_row
 from worker.rules.hundredths import Points
 from worker.rules.interface import SeedRow
+from worker.systems.fide.rules import FideState, parse_seed_row
+from worker.systems.registry import FIDE
 
 PLAYERS = [f"p{i}" for i in range(8)]
 CATEGORIES = ["rapid", "blitz", "bullet"]
@@ -200,7 +201,7 @@ TRAINING = 1200  # RATING_TRAINING_RATING: the display of an unrated player
 
 
 def new_engine() -> Engine[FideState]:
-    return Engine(FideRules(), Points(TRAINING))
+    return Engine(FIDE, Points(TRAINING))
 
 
 SYSTEM = Replayer(new_engine, parse)

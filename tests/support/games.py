@@ -10,14 +10,14 @@ from collections.abc import Mapping
 
 from schemas.game_finished import GameFinished
 from worker.engine.engine import Engine, SeedRow, Update, Verdict
-from worker.rules.arena import ArenaRules
-from worker.rules.arena_state import UNSEEN, RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
 from worker.store.protocol import StateWrite, Write
+from worker.systems.arena.state import UNSEEN, RatingState
+from worker.systems.registry import ARENA
 
 BLITZ = Category.BLITZ
-ENGINE = Engine(ArenaRules(), training_rating=Points(1200))
+ENGINE = Engine(ARENA, training_rating=Points(1200))
 
 
 def rating(player: str) -> str:
@@ -44,7 +44,9 @@ def make_game(game_id: str, white: str, black: str, result: str = "1-0", rated: 
     )
 
 
-def seed_write(player: str, hundredths: int, current: RatingState = UNSEEN) -> tuple[Write[RatingState], Update]:
+def seed_write(
+    player: str, hundredths: int, current: RatingState = UNSEEN
+) -> tuple[Write[RatingState], Update[RatingState]]:
     """The write of an imported rating over `current` (forced), as the importer makes it."""
     outcome = ENGINE.seed(SeedRow(player, BLITZ, Hundredths(hundredths), 40), current, force=True)
     assert outcome.update is not None
@@ -52,7 +54,9 @@ def seed_write(player: str, hundredths: int, current: RatingState = UNSEEN) -> t
     return Write("", b"", ((u.key, current.seq),), (StateWrite(u.key, u.state, u.payload),)), u
 
 
-def game_write(game: GameFinished, states: Mapping[str, RatingState]) -> tuple[Write[RatingState], tuple[Update, ...]]:
+def game_write(
+    game: GameFinished, states: Mapping[str, RatingState]
+) -> tuple[Write[RatingState], tuple[Update[RatingState], ...]]:
     """The write of `game` computed on `states` (the seqs it read are theirs)."""
     ratings = ENGINE.ratings_read(game)
     assert ratings is not None

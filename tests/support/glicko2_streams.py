@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from schemas.system_game import SystemGameFinished
 from tests.support.period_streams import Import, Item, Stream
-from worker.rules.glicko2 import parse_seed_row
 from worker.rules.interface import SeedRow
+from worker.systems.glicko2.rules import parse_seed_row
 
 PLAYERS = [f"p{i}" for i in range(6)]
 CATEGORIES = ["rapid", "blitz", "bullet"]

@@ -22,7 +22,7 @@ from tests.support.backends import KafkaService, RedisService
 from tests.support.kafka import committed, ends, produce, read_topic
 from tests.support.processes import Processes
 from worker.embedded.stack import Broker, RedisServer, create_topics, worker_env
-from worker.embedded.traffic import ArenaSimulation
+from worker.systems.arena.traffic import ArenaSimulation
 
 # Short enough for quick tests: a killed member's partitions move after ~2 x 3 s.
 FAST_GROUP = {"kafka_session_timeout_ms": 3000, "kafka_heartbeat_interval_ms": 1000}

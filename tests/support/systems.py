@@ -12,15 +12,15 @@ from typing import Any
 from tests.support.audit import read_store
 from tests.support.rate import rate as rate_process
 from tests.support.stack import Stack
-from worker.embedded.traffic import ArenaSimulation
-from worker.embedded.traffic_by_name import SIMULATIONS
-from worker.settings import SYSTEM_NAMES
+from worker.embedded.traffic import traffic
 from worker.store import keys
+from worker.systems.arena.traffic import ArenaSimulation
+from worker.systems.registry import BY_NAME
 
 
 def seeded(stack: Stack, system: str, players: int, seed: int) -> tuple[ArenaSimulation, Path]:
     """The system's simulation of `players`, its seeding file imported into the stack's Redis."""
-    sim = SIMULATIONS[system](players, seed=seed)
+    sim = traffic(BY_NAME[system])(players, seed=seed)
     path = stack.tmp / "seed.csv"
     path.write_text(sim.seed_csv())
     imported = stack.import_seed(path, system=system)
@@ -71,7 +71,7 @@ def wipe_and_restore(stack: Stack, system: str, lines: list[bytes], at_least: in
     game_ids = {json.loads(line)["game_id"] for line in lines}
     before = read_store(stack.redis.url, game_ids, system).states
     r = stack.redis_client()
-    lost = list(r.scan_iter(f"{keys.state_key(SYSTEM_NAMES[system].redis_key_prefix, '')}*"))
+    lost = list(r.scan_iter(f"{keys.state_key(BY_NAME[system].names.redis_key_prefix, '')}*"))
     assert len(lost) == len(before) > at_least
     r.delete(*lost)
     done = subprocess.run(

@@ -25,7 +25,8 @@ from tests.support.period_streams import Close, Import, Item, Replayer, Stream
 from worker.engine.engine import Engine, Update
 from worker.rules.hundredths import Points
 from worker.rules.interface import SeedRow
-from worker.rules.tornelo import TorneloRules, TorneloState, parse_seed_row
+from worker.systems.registry import TORNELO
+from worker.systems.tornelo.rules import TorneloState, parse_seed_row
 
 PLAYERS = [f"p{i}" for i in range(8)]
 CATEGORIES = ["rapid", "blitz", "bullet"]
@@ -147,7 +148,7 @@ TRAINING = 1200  # RATING_TRAINING_RATING: the display of an unrated player
 
 
 def new_engine() -> Engine[TorneloState]:
-    return Engine(TorneloRules(), Points(TRAINING))
+    return Engine(TORNELO, Points(TRAINING))
 
 
 SYSTEM = Replayer(new_engine, parse)

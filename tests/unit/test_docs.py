@@ -9,7 +9,7 @@ import re
 import shutil
 import tokenize
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any
 
 import pytest
 import yaml
@@ -21,11 +21,11 @@ from worker import docs, metrics
 from worker.cli import build_parser, main
 from worker.docs import CONFIGMAP, CONFIGURATION, METRICS, ROOT
 from worker.engine.decoder import ErrorKind
-from worker.rules.by_name import RULES
 from worker.rules.categories import Category
 from worker.rules.interface import Kind, Skip
-from worker.settings import System, WorkerSettings
+from worker.settings import WorkerSettings
 from worker.stream.retry import OPERATIONS
+from worker.systems.registry import BUILT_IN, BY_NAME
 
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -99,7 +99,7 @@ def test_every_label_declares_the_values_the_code_produces() -> None:
     assert values[metrics.DEAD_LETTERS] == {"kind": tuple(k.value for k in ErrorKind)}
     assert values[metrics.CHANGES_PUBLISHED] == {
         "kind": tuple(k.value for k in Kind),
-        "category": tuple(dict.fromkeys(c for rules in RULES.values() for c in rules.categories)),  # the arena's first
+        "category": tuple(dict.fromkeys(c for spec in BUILT_IN for c in spec.rules.categories)),  # the arena's first
     }
     assert values[metrics.CHANGES_PUBLISHED]["category"][:3] == tuple(c.value for c in Category)
     assert values[metrics.RETRIES] == {
@@ -205,7 +205,7 @@ def test_the_layout_tree_is_the_real_one() -> None:
     (tree,) = [body for lang, body in FENCE.findall(architecture) if body.startswith("worker/")]
     named = set()
     for line in tree.splitlines():
-        match = re.match(r"^[├└]── (?:(\w+)/\s+)?(.*)$", line)
+        match = re.match(r"^[├└]── (?:([\w/]+)/\s+)?(.*)$", line)
         if match:
             folder = f"worker/{match[1]}/" if match[1] else "worker/"
             named |= {folder + name for name in re.findall(r"[\w]+\.py", match[2])}
@@ -237,8 +237,8 @@ def systems_table(readme: str) -> dict[str, str]:
 
 
 def test_every_rating_system_has_its_page_and_one_line_in_the_readme() -> None:
-    systems = set(get_args(System))
-    assert systems == set(RULES)
+    systems = set(tuple(BY_NAME))
+    assert systems == {spec.name for spec in BUILT_IN}
     assert {page.stem for page in (DOCS / "systems").glob("*.md")} == systems
     assert systems_table(README.read_text(encoding="utf-8")) == {name: f"docs/systems/{name}.md" for name in systems}
     for name in systems:
@@ -361,7 +361,7 @@ def test_the_docstring_check_sees_a_path_out_of_the_repository() -> None:
         "line 1: 'arena-rules.md'",
         "line 4: 'https://'",
     ]
-    assert outside_references('"""`docs/contract.md`, `worker/rules/arena.py`, redis://host."""\n') == []
+    assert outside_references('"""`docs/contract.md`, `worker/systems/arena/rules.py`, redis://host."""\n') == []
 
 
 def test_the_docstring_check_sees_a_source_spec_named_by_its_bare_file_name() -> None:

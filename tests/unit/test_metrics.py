@@ -8,12 +8,12 @@ from prometheus_client import REGISTRY, generate_latest
 
 from worker import metrics
 from worker.engine.decoder import ErrorKind
-from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 from worker.rules.interface import Kind
-from worker.rules.uscf_cc import UscfCcRules
 from worker.stream.consumer import forget_series
 from worker.stream.retry import OPERATIONS
+from worker.systems.arena.rules import ArenaRules
+from worker.systems.uscf_cc.rules import UscfCcRules
 
 
 def value(name: str, **labels: str) -> float | None:

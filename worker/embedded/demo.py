@@ -22,12 +22,12 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from worker.embedded.stack import TANSU_FETCH_WAIT_MS, Broker, RedisServer, create_topics, start_worker, worker_env
-from worker.embedded.traffic import ArenaSimulation
-from worker.embedded.traffic_by_name import SIMULATIONS
+from worker.embedded.traffic import traffic
 from worker.operate.importer import import_ratings
 from worker.replay.seed_file import read_seed_file
-from worker.rules.by_name import RULES
 from worker.settings import WorkerSettings
+from worker.systems import registry
+from worker.systems.arena.traffic import ArenaSimulation
 
 PARTITIONS = 4
 REFRESH_SECONDS = 1.0
@@ -166,7 +166,7 @@ def _render(
     return "\033[H\033[2J" + "\n".join(lines)
 
 
-async def demo(players: int, rate: float, workers: int, duration: float | None, system: str = "arena") -> int:
+async def demo(players: int, rate: float, workers: int, duration: float | None, system: str = registry.DEFAULT) -> int:
     """The demo of `system` until Ctrl-C or `duration`; its temporary folders (worker logs, Redis's
     files) are removed at exit, unless a worker failed (its log is kept, and named)."""
     # The embedded default is the system's defaults, whatever the shell says: its workers get no
@@ -187,14 +187,14 @@ async def demo(players: int, rate: float, workers: int, duration: float | None, 
             kafka_bootstrap_servers=broker.bootstrap,
             redis_url=redis.url,
             metrics_port=0,
-            system=system,  # one of RULES, checked by the model
+            system=system,  # a RATING_SYSTEM value, checked by the model
         )
         await create_topics(
             broker.bootstrap,
             {settings.topic_games: PARTITIONS, settings.topic_ratings: PARTITIONS, settings.topic_dead_letters: 1},
         )
-        rules = RULES[system]
-        sim = SIMULATIONS[system](players, seed=int(time.time()))
+        rules = settings.rules()
+        sim = traffic(settings.spec())(players, seed=int(time.time()))
         seed_file = tmp / "seed.csv"
         seed_file.write_text(sim.seed_csv())
         counts, _ = await import_ratings(settings, read_seed_file(seed_file, rules), force=False)

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.close_line import CloseLine
 from schemas.game_finished import GameFinished
+from worker.engine.spec import SystemSpec
 from worker.rules.interface import RatingSystem
-from worker.rules.period_interface import periodic
 
 M = TypeVar("M", bound=BaseModel)  # a game's model, or a close line's
 
@@ -64,19 +64,19 @@ def decode_input(
     return game
 
 
-def decode_line(rules: RatingSystem[Any], value: bytes, max_bytes: int) -> GameFinished | CloseLine:
-    """A line of `rate`'s input file: a game of `rules`' system, or, for a per-period system, a
+def decode_line(spec: SystemSpec[Any], value: bytes, max_bytes: int) -> GameFinished | CloseLine:
+    """A line of `rate`'s input file: a game of `spec`'s system, or, for a per-period system, a
     close line (docs/contract-v2.md, "The per-period systems", "Close lines": a JSON object with a
     `control` key is never a game; it is a close when `control` is exactly "close" and `period` is a period of the
     system, other keys ignored, and `invalid_schema` otherwise), or BadInput."""
     try:
-        return decode_input(rules, value, max_bytes)  # a line has no record timestamp
+        return decode_input(spec.rules, value, max_bytes)  # a line has no record timestamp
     except BadInput as bad:
-        if bad.kind is not ErrorKind.INVALID_SCHEMA or not periodic(rules):
+        if bad.kind is not ErrorKind.INVALID_SCHEMA or spec.periods is None:
             raise
         if not _has_control_key(value):
             raise
-    return decode_as(rules.close_line, value, max_bytes)
+    return decode_as(spec.periods.close_line, value, max_bytes)
 
 
 def _has_control_key(value: bytes) -> bool:

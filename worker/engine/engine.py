@@ -24,11 +24,11 @@ from enum import StrEnum
 from typing import Generic, NamedTuple
 
 from schemas.game_finished import GameFinished
-from worker.engine.contracts import contract_of
 from worker.engine.events import RatingEvent, rating_key
+from worker.engine.spec import SystemSpec
 from worker.rules.hundredths import ONE, Hundredths, Points
 from worker.rules.interface import Change, Kind, Rated, RatingSystem, S, SeedRow, Skip
-from worker.rules.period_interface import PeriodSystem, periodic
+from worker.rules.period_interface import Calendar, PeriodSystem
 
 __all__ = [
     "RESTORED",
@@ -112,15 +112,16 @@ Classification = tuple[str | Skip, tuple[str, str] | None]
 
 
 class Engine(Generic[S]):
-    def __init__(self, rules: RatingSystem[S], training_rating: Points, *, encode_events: bool = True) -> None:
-        self.rules = rules
+    def __init__(self, spec: SystemSpec[S], training_rating: Points, *, encode_events: bool = True) -> None:
+        self.spec = spec
+        self.rules: RatingSystem[S] = spec.rules
         self.training_rating = training_rating
         # False: updates carry their event but not its bytes (`payload` is b""), for a caller that
         # publishes nothing (rebuild); encoding is a fifth of the engine's work.
         self.encode_events = encode_events
-        self.encode = contract_of(rules).encode
+        self.encode = spec.contract.encode
         # The per-period entry point of the rules, or None for a system that rates game by game.
-        self.periods: PeriodSystem[S] | None = rules if periodic(rules) else None
+        self.periods: PeriodSystem[S] | None = spec.periods
 
     def ratings_read(self, game: GameFinished) -> tuple[str, str] | None:
         """The keys of the two ratings `apply` reads for this game, or None if it reads none."""
@@ -139,7 +140,7 @@ class Engine(Generic[S]):
         states: Mapping[str, S],
         known: bytes | None,
         classified: Classification | None = None,
-        calendar: object = None,
+        calendar: Calendar = None,
         lookup: Callable[[str], S] | None = None,
     ) -> GameOutcome[S]:
         """What `game` does, given the states of `ratings_read(game)` and its recorded digest if
@@ -174,7 +175,7 @@ class Engine(Generic[S]):
         digest: bytes,
         white: S,
         black: S,
-        calendar: object,
+        calendar: Calendar,
         lookup: Callable[[str], S],
     ) -> GameOutcome[S]:
         """A per-period system's game: each player first closed for the closed periods he still
@@ -209,7 +210,7 @@ class Engine(Generic[S]):
         player_id: str,
         category: str,
         state: S,
-        calendar: object,
+        calendar: Calendar,
         lookup: Callable[[str], S],
         out: list[Update[S]],
     ) -> S:
@@ -259,13 +260,13 @@ class Engine(Generic[S]):
         )
         return Update(key, after, event, self.encode(event) if self.encode_events else b"")
 
-    def marks(self, calendar: object, period: str, recorded: Collection[str]) -> tuple[str, ...]:
+    def marks(self, calendar: Calendar, period: str, recorded: Collection[str]) -> tuple[str, ...]:
         """The periods a close of `period` marks closed, in the order they are marked and closed,
         given the periods with recorded games (each is marked once the one before is closed)."""
         assert self.periods is not None, f"{self.rules.name} has no rating periods"
         return self.periods.to_mark(calendar, period, recorded)
 
-    def marked(self, calendar: object, period: str) -> object:
+    def marked(self, calendar: Calendar, period: str) -> Calendar:
         """The calendar once `period` is marked closed."""
         assert self.periods is not None, f"{self.rules.name} has no rating periods"
         return self.periods.marked(calendar, period)
@@ -328,7 +329,7 @@ class Engine(Generic[S]):
         )
         return Update(key, after, event, self.encode(event) if self.encode_events else b"")
 
-    def seed(self, row: SeedRow, current: S, force: bool = False, calendar: object = None) -> SeedOutcome[S]:
+    def seed(self, row: SeedRow, current: S, force: bool = False, calendar: Calendar = None) -> SeedOutcome[S]:
         """Import a seeding row (or a rebuilt state) over `current` (contract, "Seeding"): a row
         equal to the state it has (seq aside) is skipped, a rating with state is refused unless
         forced; otherwise the row's state is written and announced by an `imported` event. A

@@ -118,7 +118,7 @@ async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[s
     # Connected before anything is deleted: the tombstones go out right after the delete.
     producer = make_producer(settings)
     try:
-        await own_prefix(redis, prefix, settings.system, write=True)
+        await own_prefix(redis, prefix, settings.spec().name, write=True)
         await start_producer(producer, settings)
         taken_at = time.monotonic()  # the leases run from no earlier than this
         answer = await _script(redis, _TAKE_AND_DELETE, prefix, token, lease_ms, int(force), *ratings)

@@ -58,10 +58,10 @@ from worker.rules.hundredths import Points
 from worker.rules.instants import instant
 from worker.rules.interface import RatingSystem, S
 from worker.service.owner import own_prefix
-from worker.settings import KEY_PATTERN_CHARS, SYSTEM_NAMES, WorkerSettings
+from worker.settings import KEY_PATTERN_CHARS, WorkerSettings
 from worker.store import records
 from worker.store.schedule import SeedItem, apply_in_order
-from worker.store.state_codec import CODECS
+from worker.systems import registry
 
 log = logging.getLogger(__name__)
 REBUILD_META = "rebuild"  # {prefix}rebuild -> hash: "topic", and "p:{partition}" -> offset read up to
@@ -143,11 +143,11 @@ def check_prefix(prefix: str, live: str) -> None:
             f"the rebuild prefix {prefix!r} overlaps RATING_REDIS_KEY_PREFIX {live!r}: one is the start of the other, "
             "so the rebuild's keys and the live ones could mix"
         )
-    for system, names in SYSTEM_NAMES.items():  # `--force` would clear another deployment's store
-        theirs = names.redis_key_prefix
+    for spec in registry.BUILT_IN:  # `--force` would clear another deployment's store
+        theirs = spec.names.redis_key_prefix
         if prefix.startswith(theirs) or theirs.startswith(prefix):
             raise ValueError(
-                f"the rebuild prefix {prefix!r} overlaps the key prefix {theirs!r} of the rating system {system}"
+                f"the rebuild prefix {prefix!r} overlaps the key prefix {theirs!r} of the rating system {spec.name}"
             )
 
 
@@ -165,7 +165,7 @@ async def rebuild(
         found = await matching_keys(redis, f"{prefix}*")
         # Whose prefix it is, and no other deployment's keys among those found (the owner key of
         # a longer prefix), before anything under it is cleared.
-        await own_prefix(redis, prefix, settings.system, write=False, listed=found, setting="--prefix")
+        await own_prefix(redis, prefix, settings.spec().name, write=False, listed=found, setting="--prefix")
         if found and not force:
             report.refused = True
             say(f"rebuild: prefix {prefix!r} already holds keys (use --force to clear and overwrite them)")
@@ -173,7 +173,7 @@ async def rebuild(
         if found:
             report.cleared = await unlink_all(redis, found)
             say(f"rebuild: cleared {report.cleared} keys under {prefix!r}")
-        await own_prefix(redis, prefix, settings.system, write=True, listed=[], setting="--prefix")  # nothing left
+        await own_prefix(redis, prefix, settings.spec().name, write=True, listed=[], setting="--prefix")  # nothing left
         with tempfile.TemporaryDirectory(prefix="rating-rebuild-") as spill:
             # Each of the two sorts holds at most half the budget.
             by_id = ExternalSort(Path(spill) / "by-id", memory_bytes // 2)
@@ -193,7 +193,7 @@ async def rebuild(
             del decided
             store = await _recompute_sorted(by_time, seeds, settings, kept)
         report.ratings = len(store.states)
-        codec = CODECS[settings.system]
+        codec = settings.spec().codec
         await write_states(redis, prefix, store.states, codec)
         meta: dict[Any, Any] = {"topic": settings.topic_games}  # redis-py types keys invariantly
         meta.update({f"p:{p}": end for p, end in ends.items()})
@@ -293,7 +293,7 @@ async def _recompute_sorted(
     its kept copy, at `kept[game_id]`); no game records are kept (each game comes once)."""
     # No event is published: the engine encodes none.
     rules = settings.rules()
-    engine = Engine(rules, Points(settings.training_rating), encode_events=False)
+    engine = Engine(settings.spec(), Points(settings.training_rating), encode_events=False)
     backend = MemoryBackend(rules.unseen, keep_outboxes=False)
     store = MemoryStore(backend)
     # What is alive now (the clients, the merge's buffers) stays: the collector need not walk it

@@ -9,11 +9,11 @@ from typing import Any, TypeVar
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
+from worker.engine.spec import StateCodec
 from worker.rules.interface import S
 from worker.service.connections import close_quietly, make_redis
 from worker.settings import WorkerSettings
 from worker.store import keys
-from worker.store.protocol import StateCodec
 from worker.stream.retry import REDIS_COMMAND, REDIS_CONNECT, retrying
 
 CHUNK = 1000  # keys per round trip

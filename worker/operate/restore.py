@@ -49,8 +49,8 @@ from typing import Any, Generic, TypeVar
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from worker.engine.contracts import Contract, contract_of
 from worker.engine.engine import RESTORED
+from worker.engine.spec import Contract, StateCodec
 from worker.operate.redis_ops import CHUNK, connected, matching_keys, pipelined, unlink_all, with_retry
 from worker.operate.topic_scan import scan
 from worker.operate.topics import COMPACTION_LAG_MS
@@ -58,8 +58,6 @@ from worker.rules.interface import Kind, S
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys, records
-from worker.store.protocol import StateCodec
-from worker.store.state_codec import CODECS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -320,12 +318,12 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
 
     prefix = settings.redis_key_prefix
     async with connected(settings) as redis:
-        await own_prefix(redis, prefix, settings.system, write=True)
+        await own_prefix(redis, prefix, settings.spec().name, write=True)
         # Workers still running wait meanwhile (their scripts refuse): a restore's plain writes
         # and its clearing of the leases must not meet their applies and publications.
         await distrust(redis, prefix, "a restore is under way (or stopped before it ended): run it again")
         rules = settings.rules()
-        contract, codec = contract_of(rules), CODECS[settings.system]
+        contract, codec = settings.spec().contract, settings.spec().codec
         changelog = await read_changelog(settings, contract, rules.paired_kinds, progress)
         report.records, report.ratings, report.games = changelog.records, len(changelog.latest), len(changelog.games)
         report.set_aside = changelog.set_aside

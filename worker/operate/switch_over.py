@@ -45,7 +45,6 @@ from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
 from worker.store import keys, records
 from worker.store.schedule import SeedItem
-from worker.store.state_codec import CODECS
 
 ROUNDS = 5  # rounds for ratings that moved while they were compared
 WATERMARK_POLL_SECONDS = 0.5
@@ -72,8 +71,8 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
     report = SwitchReport()
     async with connected(settings) as redis:
         # Both prefixes this deployment's, before anything is read or imported.
-        await own_prefix(redis, prefix, settings.system, write=False, setting="--prefix")
-        await own_prefix(redis, settings.redis_key_prefix, settings.system, write=True)
+        await own_prefix(redis, prefix, settings.spec().name, write=False, setting="--prefix")
+        await own_prefix(redis, settings.redis_key_prefix, settings.spec().name, write=True)
         ends = await _rebuild_ends(redis, prefix, settings.topic_games)
         await _wait_for_workers(redis, settings, ends, say)
         rebuilt_keys = await rating_keys(redis, prefix)
@@ -149,7 +148,7 @@ async def _wait_for_workers(
 async def _snapshot(redis: "Redis", settings: WorkerSettings) -> dict[str, Any]:
     """Step 2: every live state, read before the input's end is."""
     live = settings.redis_key_prefix
-    return await read_states(redis, live, await rating_keys(redis, live), CODECS[settings.system])
+    return await read_states(redis, live, await rating_keys(redis, live), settings.spec().codec)
 
 
 async def _bring_forward(
@@ -172,10 +171,10 @@ async def _bring_forward(
     # Of a game's copies, the one the workers applied (`worker.operate.applied_copy`).
     games = await applied_games(redis, settings, [p for p in history.games if p.game.game_id in applied], applied)
     rules = settings.rules()
-    engine = Engine(rules, Points(settings.training_rating))
+    engine = Engine(settings.spec(), Points(settings.training_rating))
     touched = {k for g in games for k in engine.ratings_read(g) or ()}
     backend = MemoryBackend(rules.unseen, keep_outboxes=False)
-    codec = CODECS[settings.system]
+    codec = settings.spec().codec
     backend.states = await read_states(redis, prefix, sorted(set(rebuilt_keys) | touched), codec)
     for game_id, digest in rebuilt_records.items():
         backend.remember(game_id, digest)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Generic
 
 from worker.engine.engine import RESTORED
+from worker.rules.period_interface import Calendar
 from worker.store.protocol import Claimed, S, Snapshot, Watermark, Write
 
 _RESTORED = -1  # a game recorded without its facts (engine.RESTORED)
@@ -54,7 +55,7 @@ class MemoryBackend(Generic[S]):
         unseen: S,
         clock: Callable[[], float] = time.monotonic,
         keep_outboxes: bool = True,
-        calendar: object = None,
+        calendar: Calendar = None,
         pending: Callable[[S], Iterable[str]] | None = None,
     ) -> None:
         self.unseen = unseen

@@ -124,7 +124,6 @@ async def replay(
         pending=None if periods is None else periods.pending,
     )
     store = MemoryStore(backend)
-    rules = engine.rules
     counts = ReplayCounts()
     with _collecting_after(COLLECT_AFTER):
         rows = [SeedItem(row, force=False) for row in seeds]
@@ -143,7 +142,7 @@ async def replay(
                 counts.blank += 1
                 continue
             try:
-                decoded = decode_line(rules, raw, max_message_bytes)  # a line has no record timestamp
+                decoded = decode_line(engine.spec, raw, max_message_bytes)  # a line has no record timestamp
             except BadInput as e:
                 chunk.append((number, raw, e))
             else:

@@ -5,14 +5,11 @@ from pathlib import Path
 from typing import Any
 
 from worker.engine.seed_rows import SeedFileError, parse_seed_rows
-from worker.rules.arena import ArenaRules
 from worker.rules.interface import RatingSystem, SeedRow
 
-_ARENA = ArenaRules()
 
-
-def read_seed_file(path: Path, rules: RatingSystem[Any] = _ARENA) -> list[SeedRow]:
-    """The rows of the seeding file of `rules`' system (the arena's by default)."""
+def read_seed_file(path: Path, rules: RatingSystem[Any]) -> list[SeedRow]:
+    """The rows of the seeding file of `rules`' system."""
     try:
         with path.open(encoding="utf-8-sig", newline="") as f:
             return parse_seed_rows(path, f, rules)

@@ -2,6 +2,9 @@
 
 from enum import StrEnum
 
+from schemas.game_finished import GameFinished
+from worker.rules.interface import Skip
+
 
 class Category(StrEnum):
     RAPID = "rapid"
@@ -25,3 +28,17 @@ RATED_TIME_CONTROLS: dict[tuple[int, int], Category] = {
 def category_of(base_seconds: int, increment_seconds: int) -> Category | None:
     """The category of a time control, or None when the arena does not rate it."""
     return RATED_TIME_CONTROLS.get((base_seconds, increment_seconds))
+
+
+def arena_category(game: GameFinished) -> Category | Skip:
+    """The arena's counted games: `rated: false`, then forfeits and aborted games, then a time
+    control it does not rate, change nothing; any other game counts in its control's category."""
+    if not game.rated:
+        return Skip.RATED_FALSE
+    if game.termination == "forfeit":
+        return Skip.FORFEIT
+    if game.termination == "aborted":
+        return Skip.ABORTED
+    tc = game.time_control
+    category = category_of(tc.base_seconds, tc.increment_seconds)
+    return Skip.UNRATED_TIME_CONTROL if category is None else category

@@ -2,7 +2,7 @@
 
 1800.20 is held as 180020. Nothing in the rules or the engine uses a float, with two exceptions
 kept inside their systems' rules and rounded exactly on the way out: Glicko-2's steps inside
-one game (`worker.rules.glicko2`) and Tornelo's expected score (`worker.rules.tornelo`, to
+one game (`worker.systems.glicko2.rules`) and Tornelo's expected score (`worker.systems.tornelo.rules`, to
 millionths). Two units, as types that `mypy --strict` keeps apart (at no cost at run time: they
 are ints):
 - `Hundredths`: everything computed: ratings, changes, scores, probabilities (1.00 = 100);

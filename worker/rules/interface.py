@@ -17,8 +17,8 @@ nothing of Kafka, Redis or the event encoding:
   of change always come in pairs (`paired_kinds`: a game that made one made the other player's
   too, which `restore` checks).
 
-The arena's rules (`worker.rules.arena`), US Chess correspondence (`worker.rules.uscf_cc`) and
-Glicko-2 (`worker.rules.glicko2`) implement it. A per-period system (FIDE, Tornelo: one change
+The arena's rules (`worker.systems.arena.rules`), US Chess correspondence (`worker.systems.uscf_cc.rules`) and
+Glicko-2 (`worker.systems.glicko2.rules`) implement it. A per-period system (FIDE, Tornelo: one change
 per rating period from the sum of its games) implements the second entry point of
 `worker.rules.period_interface` beside it.
 """
@@ -30,7 +30,6 @@ from typing import Generic, NamedTuple, Protocol
 from typing_extensions import TypeVar  # a TypeVar with a default (PEP 696, typing's own from 3.13)
 
 from schemas.game_finished import GameFinished
-from worker.rules.arena_state import RatingState
 from worker.rules.hundredths import ONE, Hundredths
 
 
@@ -78,8 +77,8 @@ class State(Protocol):
     def seq(self) -> int: ...
 
 
-# A system's state; the arena's where a type does not say (the default system's: RATING_SYSTEM).
-S = TypeVar("S", bound=State, default=RatingState)
+# A system's state; any system's (only what `State` says) where a type does not say.
+S = TypeVar("S", bound=State, default=State)
 
 
 class Change(NamedTuple, Generic[S]):

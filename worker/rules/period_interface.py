@@ -25,7 +25,7 @@ still holding games of a closed period is closed before anything else happens to
 """
 
 from collections.abc import Callable, Collection
-from typing import Any, Protocol, TypeGuard, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from typing_extensions import TypeVar  # a TypeVar with a default (PEP 696)
 
@@ -34,6 +34,10 @@ from schemas.game_finished import GameFinished
 from worker.rules.interface import Change, Rated, RatingSystem, S
 
 C = TypeVar("C", default=Any)  # a system's calendar: what is closed
+
+# A calendar where the code holds any system's (the engine, the stores): opaque to it, the
+# system's own type (`PeriodSystem`'s C), None for a system that rates game by game.
+Calendar = object
 
 # The state of any rating, by its key `{player_id}/{category}` (the system's unseen state for a
 # rating never seen).
@@ -82,8 +86,3 @@ class PeriodSystem(RatingSystem[S], Protocol[S, C]):
         """Whether a seeding row may replace this state (`fide`: not while it has games not yet
         closed, forced or not: they were counted with its list rating)."""
         ...
-
-
-def periodic(rules: RatingSystem[Any]) -> TypeGuard[PeriodSystem[Any, Any]]:
-    """Whether `rules` changes ratings per period (the second entry point)."""
-    return isinstance(rules, PeriodSystem)

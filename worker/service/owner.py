@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from redis.asyncio import Redis
 from redis.exceptions import NoPermissionError
 
-from worker.settings import SYSTEM_NAMES
 from worker.store import keys
 from worker.stream.retry import REDIS_COMMAND, retrying
+from worker.systems import registry
 
-PREDATING_OWNER = "arena"
+PREDATING_OWNER = registry.DEFAULT
 OWNER_SUFFIX = keys.SYSTEM.encode()
 # Keys a SCAN step looks at: a short step for Redis (2,000,000 keys scanned in 1.8 s, round trips
 # included), few round trips for the client.
@@ -162,4 +162,4 @@ def _system(value: bytes | str | None) -> str | None:
     if value is None:
         return None
     text = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-    return text if text in SYSTEM_NAMES else None
+    return text if text in registry.BY_NAME else None

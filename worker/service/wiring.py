@@ -16,7 +16,6 @@ from worker.service.connections import close_quietly, kafka_options, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
 from worker.store.redis_store import RedisStore
-from worker.store.state_codec import CODECS
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
 from worker.stream.retry import KAFKA_CONNECT, REDIS_CONNECT, retrying
@@ -101,7 +100,7 @@ async def pipeline_for(
     try:
         await start_producer(producer, settings)
         await retrying(REDIS_CONNECT, redis.ping)
-        await own_prefix(redis, settings.redis_key_prefix, settings.system, write=True)
+        await own_prefix(redis, settings.redis_key_prefix, settings.spec().name, write=True)
         store: RedisStore[Any] = RedisStore(
             redis,
             settings.redis_key_prefix,
@@ -110,9 +109,9 @@ async def pipeline_for(
             settings.idempotency_retention_seconds,
             settings.redis_wait_replicas,
             settings.redis_wait_timeout_ms,
-            codec=CODECS[settings.system],
+            codec=settings.spec().codec,
         )
-        engine = Engine(settings.rules(), Points(settings.training_rating))
+        engine = Engine(settings.spec(), Points(settings.training_rating))
         publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)
         pipeline = Pipeline(
             engine,

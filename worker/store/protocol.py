@@ -21,6 +21,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
+from worker.rules.period_interface import Calendar
+
 
 class Versioned(Protocol):
     """A state: every change raises its seq by one, so an unchanged seq is an unchanged state."""
@@ -33,17 +35,6 @@ S = TypeVar("S", bound=Versioned)
 S_co = TypeVar("S_co", bound=Versioned, covariant=True)
 
 
-class StateCodec(Protocol[S]):
-    """How a system's state is stored as bytes (in Redis); the encoding starts with `seq|`,
-    which the scripts read to check a state's version."""
-
-    unseen: S  # the state of a rating never seen
-
-    def encode(self, state: S) -> bytes: ...
-
-    def decode(self, value: bytes) -> S: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Snapshot(Generic[S]):
     """What a batch read: states (the system's unseen state when absent), outbox lengths, game
@@ -53,7 +44,7 @@ class Snapshot(Generic[S]):
     states: dict[str, S]
     unconfirmed: dict[str, int]
     records: dict[str, bytes]
-    calendar: object = None
+    calendar: Calendar = None
 
 
 class Effect(Protocol[S_co]):

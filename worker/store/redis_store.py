@@ -53,8 +53,9 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from worker import metrics
+from worker.engine.spec import StateCodec
 from worker.store import keys, scripts
-from worker.store.protocol import Claimed, S, Snapshot, StateCodec, Watermark, Write
+from worker.store.protocol import Claimed, S, Snapshot, Watermark, Write
 from worker.store.records import pack, record_hash
 
 log = logging.getLogger(__name__)

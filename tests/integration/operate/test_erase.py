@@ -16,8 +16,8 @@ from redis.asyncio import Redis
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from worker.operate.redis_ops import read_states
-from worker.rules.arena_state import RatingState
-from worker.store.state_codec import RATING_STATES
+from worker.systems.arena.codec import RATING_STATES
+from worker.systems.arena.state import RatingState
 
 pytestmark = pytest.mark.integration
 

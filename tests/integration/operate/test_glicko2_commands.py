@@ -22,11 +22,11 @@ from schemas.rating_changed_v2 import Glicko2RatingChanged
 from tests.support.contract import VALID_GAME
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
-from worker.engine.events_v2 import read_glicko2
-from worker.rules import glicko2
-from worker.rules.glicko2 import GlickoState
 from worker.rules.hundredths import Hundredths
-from worker.store.state_codec import decode_glicko2_state, encode_glicko2_state
+from worker.systems.glicko2 import rules as glicko2
+from worker.systems.glicko2.codec import decode_glicko2_state, encode_glicko2_state
+from worker.systems.glicko2.events import read_glicko2
+from worker.systems.glicko2.rules import GlickoState
 
 pytestmark = pytest.mark.integration
 

@@ -18,14 +18,14 @@ from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
 from worker.engine.engine import Engine
 from worker.replay.seed_file import read_seed_file
-from worker.rules.arena import ArenaRules
-from worker.rules.arena_state import UNSEEN, RatingState
 from worker.rules.hundredths import Hundredths, Points
 from worker.store import keys
 from worker.store.protocol import StateWrite, Write
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import plan
-from worker.store.state_codec import RATING_STATES, decode_state
+from worker.systems.arena.codec import RATING_STATES, decode_state
+from worker.systems.arena.state import UNSEEN, RatingState
+from worker.systems.registry import ARENA
 
 pytestmark = pytest.mark.integration
 
@@ -212,7 +212,7 @@ async def test_a_rating_with_qualifying_games_has_state_and_is_refused_unless_fo
                 "termination": "draw_agreement",
             }
         )
-        planned = plan(Engine(ArenaRules(), Points(1200)), [game], snapshot)
+        planned = plan(Engine(ARENA, Points(1200)), [game], snapshot)
         assert planned[0].write is not None
         applied, claimed = await store.apply([planned[0].write])
         assert applied == [True]
@@ -316,14 +316,14 @@ async def test_a_rerun_after_a_stop_before_publication_publishes_the_pending_eve
 
 
 async def _apply_like_a_stopped_import(stack: Stack, path: Path) -> None:
-    engine = Engine(ArenaRules(), training_rating=Points(1200))
+    engine = Engine(ARENA, training_rating=Points(1200))
     client = Redis.from_url(stack.redis.url)
     try:
         store = RedisStore(
             client, PREFIX, "stopped-import", lease_seconds=0.2, retention_seconds=3600, codec=RATING_STATES
         )
         writes = []
-        for row in read_seed_file(path):
+        for row in read_seed_file(path, ARENA.rules):
             outcome = engine.seed(row, UNSEEN)
             assert outcome.update is not None
             u = outcome.update

@@ -14,7 +14,8 @@ import redis
 
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
-from worker.embedded.traffic_by_name import SIMULATIONS
+from worker.embedded.traffic import traffic
+from worker.systems.registry import BY_NAME
 
 pytestmark = pytest.mark.integration
 
@@ -131,7 +132,7 @@ def snapshot(r: redis.Redis) -> dict[bytes, bytes | None]:
 def glicko2_deployment(stack: Stack) -> dict[bytes, bytes | None]:
     """A glicko2 deployment under `prod:glicko2:`, seeded by its own `import`: the Redis's keys."""
     seed = stack.tmp / "glicko2-seed.csv"
-    seed.write_text(SIMULATIONS["glicko2"](20, seed=26).seed_csv())
+    seed.write_text(traffic(BY_NAME["glicko2"])(20, seed=26).seed_csv())
     done = run(stack, "import", str(seed), system="glicko2", redis_key_prefix=GLICKO2)
     assert done.returncode == 0, done.stderr
     keys = snapshot(stack.redis_client())
@@ -220,7 +221,7 @@ async def test_a_deployment_cannot_claim_a_prefix_under_an_owned_one(stack: Stac
     assert run(stack, "import", str(SEED), redis_key_prefix="prod:").returncode == 0
     r = stack.redis_client()
     seed = stack.tmp / "glicko2-seed.csv"
-    seed.write_text(SIMULATIONS["glicko2"](20, seed=26).seed_csv())
+    seed.write_text(traffic(BY_NAME["glicko2"])(20, seed=26).seed_csv())
     done = run(stack, "import", str(seed), system="glicko2", redis_key_prefix=GLICKO2)
     assert (done.returncode, done.stderr) == (
         2,
@@ -237,7 +238,7 @@ async def test_a_deployment_confined_by_an_acl_to_its_prefix_still_claims_it(sta
     commands = ["+@read", "+@write", "+@scripting", "+ping", "+wait", "+info"]
     r.acl_setuser("glicko2-worker", enabled=True, passwords=["+g2-pw"], keys=["prod:glicko2:*"], commands=commands)
     seed = stack.tmp / "glicko2-seed.csv"
-    seed.write_text(SIMULATIONS["glicko2"](20, seed=26).seed_csv())
+    seed.write_text(traffic(BY_NAME["glicko2"])(20, seed=26).seed_csv())
     confined = {"redis_username": "glicko2-worker", "redis_password": "g2-pw"}
     done = run(stack, "import", str(seed), system="glicko2", redis_key_prefix=GLICKO2, **confined)
     assert done.returncode == 0, done.stderr

@@ -25,12 +25,12 @@ from worker.engine.engine import Engine
 from worker.operate.rebuild import apply_all, history_order
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.replay.seed_file import read_seed_file
-from worker.rules.arena import ArenaRules
-from worker.rules.arena_state import UNSEEN
 from worker.rules.hundredths import Hundredths, Points
 from worker.store import records
 from worker.store.schedule import SeedItem, apply_in_order
-from worker.store.state_codec import decode_state, encode_state
+from worker.systems.arena.codec import decode_state, encode_state
+from worker.systems.arena.state import UNSEEN
+from worker.systems.registry import ARENA
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE, SAMPLE_SEED = REPO / "samples/games.jsonl", REPO / "samples/seed.csv"
@@ -145,9 +145,11 @@ async def test_a_rebuild_that_spills_its_sorts_equals_the_sort_in_memory(stack: 
             first = decode_game(line, 65536)  # RATING_MAX_MESSAGE_BYTES default
             firsts.setdefault(first.game_id, first)
     games = list(firsts.values())
-    engine = Engine(ArenaRules(), Points(1200))  # RATING_TRAINING_RATING's default, as the command runs
+    engine = Engine(ARENA, Points(1200))  # RATING_TRAINING_RATING's default, as the command runs
     expected = MemoryBackend(UNSEEN, keep_outboxes=False)
-    await apply_in_order(engine, MemoryStore(expected), [SeedItem(row, False) for row in read_seed_file(SAMPLE_SEED)])
+    await apply_in_order(
+        engine, MemoryStore(expected), [SeedItem(row, False) for row in read_seed_file(SAMPLE_SEED, ARENA.rules)]
+    )
     await apply_all(engine, expected, sorted(games, key=history_order))
 
     r = stack.redis_client()

@@ -18,8 +18,9 @@ from aiokafka import AIOKafkaProducer
 from tests.support.kafka import Record, read_topic
 from tests.support.rate import rate
 from tests.support.stack import Stack
-from worker.rules.glicko2 import GlickoState
-from worker.store.state_codec import decode_glicko2_state, decode_state
+from worker.systems.arena.codec import decode_state
+from worker.systems.glicko2.codec import decode_glicko2_state
+from worker.systems.glicko2.rules import GlickoState
 
 pytestmark = pytest.mark.integration
 

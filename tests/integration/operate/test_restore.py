@@ -18,7 +18,7 @@ from tests.support.stack import Stack
 from worker.engine.decoder import decode_game
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import plan
-from worker.store.state_codec import RATING_STATES
+from worker.systems.arena.codec import RATING_STATES
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE, SAMPLE_SEED = REPO / "samples/games.jsonl", REPO / "samples/seed.csv"

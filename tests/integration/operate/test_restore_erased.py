@@ -15,8 +15,8 @@ from tests.support.games import ENGINE, make_game, rating, seed_write
 from tests.support.kafka import produce, read_topic
 from tests.support.stack import Stack
 from worker.engine.engine import Update, Verdict
-from worker.rules.arena_state import UNSEEN, RatingState
-from worker.store.state_codec import CODECS
+from worker.systems.arena.state import UNSEEN, RatingState
+from worker.systems.registry import BY_NAME
 
 pytestmark = pytest.mark.integration
 
@@ -100,7 +100,7 @@ def stored(r: redis.Redis, key: str) -> bytes | None:
 
 
 def encoded(state: RatingState) -> bytes:
-    return CODECS["arena"].encode(state)
+    return BY_NAME["arena"].codec.encode(state)
 
 
 async def test_a_late_copy_after_the_tombstone_does_not_bring_the_erased_rating_back(stack: Stack) -> None:

@@ -19,7 +19,7 @@ from worker.service.connections import make_redis
 from worker.settings import WorkerSettings
 from worker.store.protocol import Write
 from worker.store.redis_store import RedisStore
-from worker.store.state_codec import RATING_STATES
+from worker.systems.arena.codec import RATING_STATES
 
 pytestmark = pytest.mark.integration
 

@@ -14,13 +14,14 @@ from tests.support.processes import Processes
 from worker.engine.engine import Engine, SeedRow
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.uscf_cc import CATEGORY, CcState, UscfCcRules
 from worker.store.protocol import Store, Write
 from worker.store.redis_store import RedisStore
-from worker.store.state_codec import CC_STATES, decode_cc_state, encode_cc_state
+from worker.systems.registry import USCF_CC
+from worker.systems.uscf_cc.codec import CC_STATES, decode_cc_state, encode_cc_state
+from worker.systems.uscf_cc.rules import CATEGORY, CcState
 
 KEY = "alice/correspondence"
-ENGINE = Engine(UscfCcRules(), Points(1200))
+ENGINE = Engine(USCF_CC, Points(1200))
 
 
 @pytest.fixture(params=["memory", "redis"])

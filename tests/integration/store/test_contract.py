@@ -31,16 +31,21 @@ from tests.support.games import BLITZ, ENGINE, make_game
 from tests.support.processes import Processes
 from worker.engine.engine import RESTORED, Engine, SeedRow, Update, Verdict
 from worker.engine.events import rating_key
+from worker.engine.spec import StateCodec
 from worker.replay.memory_store import MemoryBackend, MemoryStore
-from worker.rules.arena_state import UNSEEN
-from worker.rules.fide import FideRules, FideState
 from worker.rules.hundredths import ONE, Hundredths, Points
 from worker.rules.interface import S
-from worker.rules.tornelo import DEFAULT_MODIFIER, TorneloRules, TorneloState
-from worker.rules.uscf_cc import CATEGORY, CcState, UscfCcRules
-from worker.store.protocol import StateCodec, StateWrite, Store, Watermark, Write
+from worker.store.protocol import StateWrite, Store, Watermark, Write
 from worker.store.redis_store import RedisStore
-from worker.store.state_codec import CC_STATES, FIDE_STATES, RATING_STATES, TORNELO_STATES
+from worker.systems.arena.codec import RATING_STATES
+from worker.systems.arena.state import UNSEEN
+from worker.systems.fide.codec import FIDE_STATES
+from worker.systems.fide.rules import FideState
+from worker.systems.registry import FIDE, TORNELO, USCF_CC
+from worker.systems.tornelo.codec import TORNELO_STATES
+from worker.systems.tornelo.rules import DEFAULT_MODIFIER, TorneloState
+from worker.systems.uscf_cc.codec import CC_STATES
+from worker.systems.uscf_cc.rules import CATEGORY, CcState
 
 PREFIX = "contract:"
 LEASE = 0.5  # seconds: short enough to wait out in real time against Redis
@@ -115,15 +120,15 @@ class System(Generic[S]):
         assert all(type(state) is type(self.unseen) for state in states.values()), states
 
 
-ARENA = System(ENGINE, UNSEEN, BLITZ, make_game, RATING_STATES)
-CC = System(Engine(UscfCcRules(), Points(1200)), CcState(), CATEGORY, make_cc_game, CC_STATES)
+ARENA_SYSTEM = System(ENGINE, UNSEEN, BLITZ, make_game, RATING_STATES)
+CC_SYSTEM = System(Engine(USCF_CC, Points(1200)), CcState(), CATEGORY, make_cc_game, CC_STATES)
 # fide's row: reached_2400 false (every rating seeded here is under 2400), no birth year; tornelo's:
 # the K modifier 1.00.
-FIDE = System(
-    Engine(FideRules(), Points(1200)), FideState(), BLITZ, make_fide_game, FIDE_STATES, (False, None), whole=True
+FIDE_SYSTEM = System(
+    Engine(FIDE, Points(1200)), FideState(), BLITZ, make_fide_game, FIDE_STATES, (False, None), whole=True
 )
-TORNELO = System(
-    Engine(TorneloRules(), Points(1200)),
+TORNELO_SYSTEM = System(
+    Engine(TORNELO, Points(1200)),
     TorneloState(),
     BLITZ,
     make_tornelo_game,
@@ -131,7 +136,7 @@ TORNELO = System(
     (DEFAULT_MODIFIER,),
     whole=True,
 )
-SYSTEMS: dict[str, System[Any]] = {s.name: s for s in (ARENA, CC, FIDE, TORNELO)}
+SYSTEMS: dict[str, System[Any]] = {s.name: s for s in (ARENA_SYSTEM, CC_SYSTEM, FIDE_SYSTEM, TORNELO_SYSTEM)}
 
 
 @dataclass

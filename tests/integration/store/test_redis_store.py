@@ -17,14 +17,14 @@ from tests.support import records
 from tests.support.backends import RedisService
 from tests.support.games import ENGINE, game_write, make_game, rating, seed_write
 from worker.engine.engine import Verdict, facts_digest
-from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.hundredths import Hundredths
 from worker.store import keys
 from worker.store import records as store_records
 from worker.store.protocol import Write
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import plan
-from worker.store.state_codec import RATING_STATES, decode_state, encode_state
+from worker.systems.arena.codec import RATING_STATES, decode_state, encode_state
+from worker.systems.arena.state import UNSEEN, QualifyingGame, RatingState
 
 pytestmark = pytest.mark.integration
 

@@ -17,16 +17,16 @@ from schemas.game_finished import GameFinished
 from tests.support.backends import RedisService
 from tests.support.games import ENGINE
 from worker.engine.engine import GameOutcome, SeedOutcome, SeedRow, SeedVerdict, Verdict, facts_digest
-from worker.rules.arena_state import RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths
 from worker.store import keys
 from worker.store.protocol import Claimed, Watermark, Write
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import Item, SeedItem
-from worker.store.state_codec import RATING_STATES
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
+from worker.systems.arena.codec import RATING_STATES
+from worker.systems.arena.state import RatingState
 
 pytestmark = pytest.mark.integration
 

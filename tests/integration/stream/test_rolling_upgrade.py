@@ -22,8 +22,8 @@ import pytest
 from tests.support.audit import check_everything
 from tests.support.games import keyed
 from tests.support.stack import Stack
-from worker.embedded.traffic import ArenaSimulation
 from worker.store import keys
+from worker.systems.arena.traffic import ArenaSimulation
 
 pytestmark = pytest.mark.integration
 

@@ -28,7 +28,8 @@ from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from tests.support.systems import per_key, rate
 from worker.embedded.stack import create_topics
-from worker.embedded.traffic import ArenaSimulation, Glicko2Simulation
+from worker.systems.arena.traffic import ArenaSimulation
+from worker.systems.glicko2.traffic import Glicko2Simulation
 
 pytestmark = pytest.mark.integration
 

@@ -28,7 +28,7 @@ from tests.support.batches import CODECS, NOT_UTF8, RawRecord, batch_codecs, pro
 from tests.support.kafka import Record, read_topic
 from tests.support.stack import Stack
 from worker.embedded.stack import free_port
-from worker.embedded.traffic import ArenaSimulation
+from worker.systems.arena.traffic import ArenaSimulation
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from tests.support.audit import audit, read_store
 from tests.support.kafka import read_topic
 from tests.support.rate import rate
 from tests.support.stack import Stack
-from worker.embedded.traffic import ArenaSimulation
+from worker.systems.arena.traffic import ArenaSimulation
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE, SAMPLE_SEED = REPO / "samples/games.jsonl", REPO / "samples/seed.csv"

@@ -17,9 +17,11 @@ from pydantic import BaseModel
 from schemas.close_line import FideCloseLine, TorneloCloseLine
 from schemas.system_game import SystemGameFinished
 from schemas.tornelo_game import TorneloGameFinished
-from worker.embedded.period_traffic import FideSimulation, TorneloSimulation
-from worker.embedded.traffic import ArenaSimulation
-from worker.embedded.traffic_by_name import SIMULATIONS
+from worker.embedded.traffic import traffic
+from worker.systems.arena.traffic import ArenaSimulation
+from worker.systems.fide.traffic import FideSimulation
+from worker.systems.registry import BY_NAME
+from worker.systems.tornelo.traffic import TorneloSimulation
 
 MODELS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "fide": (SystemGameFinished, FideCloseLine),
@@ -69,7 +71,7 @@ def tornelo_stream() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("system", ["fide", "tornelo"])
 def test_the_same_random_seed_makes_the_same_bytes(system: str) -> None:
     def made(seed: int) -> tuple[str, bytes]:
-        sim = SIMULATIONS[system](50, seed=seed)
+        sim = traffic(BY_NAME[system])(50, seed=seed)
         return sim.seed_csv(), b"\n".join(lines_of(sim, 3000, bad=0.02, redeliveries=0.02))
 
     assert made(11) == made(11)
@@ -80,7 +82,7 @@ def test_the_same_random_seed_makes_the_same_bytes(system: str) -> None:
 def test_every_line_is_a_valid_game_or_close_line_of_the_system(system: str) -> None:
     game_model, close_model = MODELS[system]
     kinds: Counter[str] = Counter()
-    for line in lines_of(SIMULATIONS[system](80, seed=3), 4000, redeliveries=0.02):
+    for line in lines_of(traffic(BY_NAME[system])(80, seed=3), 4000, redeliveries=0.02):
         if "control" in json.loads(line):
             close_model.model_validate_json(line)
             kinds["close"] += 1
@@ -95,7 +97,7 @@ def test_every_line_is_a_valid_game_or_close_line_of_the_system(system: str) -> 
 def test_bad_lines_include_control_lines_that_are_no_close(system: str) -> None:
     game_model, close_model = MODELS[system]
     bad_controls = 0
-    for line in lines_of(SIMULATIONS[system](80, seed=3), 3000, bad=0.1):
+    for line in lines_of(traffic(BY_NAME[system])(80, seed=3), 3000, bad=0.1):
         try:
             value = json.loads(line)
         except ValueError:
@@ -116,7 +118,7 @@ def test_a_redelivery_repeats_a_game_line_never_a_close_line(system: str) -> Non
     seen: set[bytes] = set()
     previous = b""
     redelivered = 0
-    for line in lines_of(SIMULATIONS[system](60, seed=9), 4000, redeliveries=0.05):
+    for line in lines_of(traffic(BY_NAME[system])(60, seed=9), 4000, redeliveries=0.05):
         if line in seen:
             if b'"control"' in line:
                 assert b'"control"' in previous, f"close line repeated after a game: {line!r}"
@@ -329,7 +331,7 @@ def test_tornelo_seeding_rows_are_valid_by_the_contract(strength_shift: float) -
 
 @pytest.mark.parametrize("system", ["fide", "tornelo"])
 def test_unseeded_players_play_too(system: str) -> None:
-    sim = SIMULATIONS[system](100, seed=6)
+    sim = traffic(BY_NAME[system])(100, seed=6)
     seeded = {row.split(",")[0] for row in sim.seed_csv().splitlines()[1:]}
     playing = {
         value[side]

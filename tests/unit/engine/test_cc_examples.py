@@ -1,6 +1,6 @@
 """The worked examples of US Chess correspondence (numbered as in the tests' names) that need the input
 and the engine: 24 and 25 (ordinary forfeits), 37 to 39 (`forfeit_kind` and duplicates) and 41 (games
-that change nothing), each from its message through `Engine(UscfCcRules())`, the expected numbers following
+that change nothing), each from its message through `Engine(USCF_CC)`, the expected numbers following
 docs/systems/uscf-cc.md ("Rules and readings", "Input"). (42 and 43 are
 tests/unit/engine/test_events_v2.py's; the rules' own examples are
 tests/unit/rules/test_uscf_cc.py's.)"""
@@ -17,7 +17,8 @@ from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, GameOutcome, Verdict
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.interface import SeedRow, Skip
-from worker.rules.uscf_cc import CcState, UscfCcRules
+from worker.systems.registry import USCF_CC
+from worker.systems.uscf_cc.rules import CcState
 
 ALICE, BOB = "alice/correspondence", "bob/correspondence"
 ABSENT = object()  # forfeit_kind left out of the message
@@ -25,7 +26,7 @@ ABSENT = object()  # forfeit_kind left out of the message
 
 def established() -> Ratings[CcState]:
     """The tables' 1600 (E) (alice, white) and 1400 (E) (bob): 40 credits each, seeded."""
-    store = Ratings(Engine(UscfCcRules(), Points(1200)))
+    store = Ratings(Engine(USCF_CC, Points(1200)))
     for player, rating in (("alice", 160000), ("bob", 140000)):
         assert store.seed(SeedRow(player, "correspondence", Hundredths(rating), 40)).update is not None
     return store
@@ -140,7 +141,7 @@ def test_example_41_an_unrated_or_aborted_game_changes_nothing_and_is_recorded(
 ) -> None:
     changes = dict(changes)
     kind = changes.pop("forfeit_kind", ABSENT)
-    for store in (established(), Ratings(Engine(UscfCcRules(), Points(1200)))):  # rated players, and unrated ones
+    for store in (established(), Ratings(Engine(USCF_CC, Points(1200)))):  # rated players, and unrated ones
         states = dict(store.states)
         outcome = store.apply(game(kind, **changes))
         assert outcome.verdict is Verdict.SKIPPED

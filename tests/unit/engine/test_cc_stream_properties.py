@@ -17,11 +17,12 @@ from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, Verdict
 from worker.rules.hundredths import Points
 from worker.rules.interface import SeedRow
-from worker.rules.uscf_cc import CcState, UscfCcRules
+from worker.systems.registry import USCF_CC
+from worker.systems.uscf_cc.rules import CcState
 
 
 def new_store() -> Ratings[CcState]:
-    return Ratings(Engine(UscfCcRules(), Points(1200)))
+    return Ratings(Engine(USCF_CC, Points(1200)))
 
 
 def is_special_forfeit(game: CorrespondenceGameFinished) -> bool:

@@ -10,8 +10,7 @@ import pytest
 from schemas.close_line import FideCloseLine
 from tests.support.contract import VALID_GAME
 from worker.engine.decoder import BadInput, ErrorKind, decode_game, decode_line
-from worker.rules.fide import FideRules
-from worker.rules.glicko2 import GlickoRules
+from worker.systems.registry import FIDE, GLICKO2
 
 VALID = VALID_GAME
 MAX_BYTES = 1024 * 1024
@@ -129,11 +128,11 @@ def test_a_line_of_a_per_period_systems_file_is_a_game_a_close_or_bad_input(line
     `period` is a period of the system, other keys ignored; `invalid_schema` otherwise. For the others
     it is never a game either."""
     try:
-        decoded = decode_line(FideRules(), line, 1 << 20)
+        decoded = decode_line(FIDE, line, 1 << 20)
     except BadInput as bad:
         assert expected in bad.message and "\n" not in bad.message
         assert bad.kind in (ErrorKind.INVALID_SCHEMA, ErrorKind.INVALID_JSON)
     else:
         assert isinstance(decoded, FideCloseLine) and decoded.period == expected
     with pytest.raises(BadInput):  # glicko2 has no close lines: a control key is bad input
-        decode_line(GlickoRules(), line, 1 << 20)
+        decode_line(GLICKO2, line, 1 << 20)

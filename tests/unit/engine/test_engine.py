@@ -13,18 +13,18 @@ from schemas.game_finished import GameFinished
 from schemas.rating_changed import RatingChanged
 from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, SeedRow, SeedVerdict, Update, Verdict
-from worker.rules.arena import ArenaRules
-from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points, display
 from worker.rules.interface import Kind, Skip
+from worker.systems.arena.state import UNSEEN, QualifyingGame, RatingState
+from worker.systems.registry import ARENA
 
 BLITZ, RAPID = Category.BLITZ, Category.RAPID
 FINISHED_AT = "2026-11-29T21:44:51Z"
 
 
-def new_store(training_rating: int = 1200) -> Ratings:
-    return Ratings(Engine(ArenaRules(), training_rating=Points(training_rating)))
+def new_store(training_rating: int = 1200) -> Ratings[RatingState]:
+    return Ratings(Engine(ARENA, training_rating=Points(training_rating)))
 
 
 def make_game(
@@ -57,21 +57,23 @@ def make_game(
     )
 
 
-def seed(store: Ratings, player: str, rating: int, rated_games: int = 40, category: Category = BLITZ) -> Update:
+def seed(
+    store: Ratings[RatingState], player: str, rating: int, rated_games: int = 40, category: Category = BLITZ
+) -> Update[RatingState]:
     outcome = store.seed(SeedRow(player, category, Hundredths(rating), rated_games))
     assert outcome.verdict == SeedVerdict.IMPORTED
     assert outcome.update is not None
     return outcome.update
 
 
-def doc(update: Update) -> dict[str, Any]:
+def doc(update: Update[RatingState]) -> dict[str, Any]:
     """The payload as JSON, after checking it against the contract's schema."""
     RatingChanged.model_validate_json(update.payload)
     parsed: dict[str, Any] = json.loads(update.payload)
     return parsed
 
 
-def applied(store: Ratings, game: GameFinished) -> dict[str, Update]:
+def applied(store: Ratings[RatingState], game: GameFinished) -> dict[str, Update[RatingState]]:
     outcome = store.apply(game)
     assert outcome.verdict == Verdict.APPLIED, outcome
     return {u.event.player_id: u for u in outcome.updates}
@@ -80,10 +82,10 @@ def applied(store: Ratings, game: GameFinished) -> dict[str, Update]:
 GAME_FIELDS = ("game_id", "source_event_id", "opponent_id", "score", "finished_at")
 
 
-def every_kind(training_rating: int = 1200) -> dict[str, Update]:
+def every_kind(training_rating: int = 1200) -> dict[str, Update[RatingState]]:
     """One update of each kind, from the worked examples of docs/systems/arena.md ("Rules and readings")."""
     store = new_store(training_rating)
-    out: dict[str, Update] = {}
+    out: dict[str, Update[RatingState]] = {}
     out["imported"] = seed(store, "alice", 180000)
     seed(store, "bob", 170000)
     # Example 1: 1800.00 beats 1700.00 -> 1807.20.
@@ -246,7 +248,7 @@ def test_a_game_that_changes_nothing_is_still_recorded(game: GameFinished, skip:
 
 
 def test_engine_apply_compares_the_recorded_digest() -> None:
-    engine = Engine(ArenaRules(), training_rating=Points(1200))
+    engine = Engine(ARENA, training_rating=Points(1200))
     game = make_game("g1", "alice", "bob")
     states = {
         "alice/blitz": RatingState(Hundredths(180000), 40, (), 1),
@@ -336,7 +338,7 @@ def test_seeding_a_row_that_differs_only_in_rated_games_is_a_change() -> None:
 
 
 def test_engine_seed_is_pure_and_reads_the_given_state() -> None:
-    engine = Engine(ArenaRules(), training_rating=Points(1200))
+    engine = Engine(ARENA, training_rating=Points(1200))
     row = SeedRow("alice", BLITZ, Hundredths(180000), 40)
     assert engine.seed(row, UNSEEN).verdict == SeedVerdict.IMPORTED
     assert engine.seed(row, RatingState(Hundredths(180000), 40, (), 7)).verdict == SeedVerdict.UNCHANGED
@@ -366,7 +368,7 @@ def test_displays_use_the_training_rating_while_unrated(training: int) -> None:
 def test_the_engines_display_is_the_rules_display_of_the_rating(rating: int) -> None:
     """Engine.display computes hundredths.display inline (the hot path): the two agree, halves
     upwards, negative ratings (uscf-cc's) included."""
-    engine = Engine(ArenaRules(), Points(1200))
+    engine = Engine(ARENA, Points(1200))
     assert engine.display(RatingState(Hundredths(rating), 40, (), 7)) == display(Hundredths(rating))
 
 
@@ -515,8 +517,8 @@ def test_the_output_key_is_player_slash_category_for_every_kind() -> None:
 
 
 def test_an_engine_that_encodes_no_events_computes_the_same_updates_without_their_bytes() -> None:
-    quiet = Engine(ArenaRules(), Points(1200), encode_events=False)
-    loud = Engine(ArenaRules(), Points(1200))
+    quiet = Engine(ARENA, Points(1200), encode_events=False)
+    loud = Engine(ARENA, Points(1200))
     white = RatingState(Hundredths(180000), 40, (), 3)
     black = RatingState(Hundredths(170000), 12, (), 2)
     game = make_game("g1", "w", "b")

@@ -16,8 +16,10 @@ from schemas.rating_changed import RatingChanged
 from tests.support.arena_streams import game_values, parse, seeds
 from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, SeedRow, Verdict
-from worker.rules.arena import FLOOR, ArenaRules
 from worker.rules.hundredths import Points
+from worker.systems.arena.rules import FLOOR
+from worker.systems.arena.state import RatingState
+from worker.systems.registry import ARENA
 
 
 @st.composite
@@ -25,8 +27,8 @@ def games(draw: st.DrawFn) -> list[GameFinished]:
     return [parse(value) for value in draw(game_values())]
 
 
-def replay(seed_rows: Iterable[SeedRow], stream: Iterable[GameFinished]) -> tuple[list[bytes], Ratings]:
-    store = Ratings(Engine(ArenaRules(), Points(1200)))
+def replay(seed_rows: Iterable[SeedRow], stream: Iterable[GameFinished]) -> tuple[list[bytes], Ratings[RatingState]]:
+    store = Ratings(Engine(ARENA, Points(1200)))
     payloads = []
     for row in seed_rows:
         update = store.seed(row).update
@@ -76,7 +78,7 @@ def test_in_a_rated_game_with_equal_k_the_deltas_sum_to_zero(
 def test_a_game_changes_at_most_its_two_players_in_its_category(
     seed_rows: list[SeedRow], stream: list[GameFinished]
 ) -> None:
-    store = Ratings(Engine(ArenaRules(), Points(1200)))
+    store = Ratings(Engine(ARENA, Points(1200)))
     for row in seed_rows:
         store.seed(row)
     for game in stream:

@@ -12,25 +12,30 @@ from schemas.game_finished import GameFinished
 from schemas.rating_changed import RatingChanged
 from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, SeedRow, SeedVerdict, Update, Verdict
-from worker.rules.arena import ArenaRules
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, Points
+from worker.systems.arena.state import RatingState
+from worker.systems.registry import ARENA
 
 FINISHED_AT = "2026-11-29T22:00:00.123+01:00"  # an offset and milliseconds: copied verbatim
 
 
-def new_store() -> Ratings:
-    return Ratings(Engine(ArenaRules(), training_rating=Points(1200)))
+def new_store() -> Ratings[RatingState]:
+    return Ratings(Engine(ARENA, training_rating=Points(1200)))
 
 
-def seed(store: Ratings, player: str, rating: int, rated_games: int = 40, force: bool = False) -> Update:
+def seed(
+    store: Ratings[RatingState], player: str, rating: int, rated_games: int = 40, force: bool = False
+) -> Update[RatingState]:
     outcome = store.seed(SeedRow(player, Category.BLITZ, Hundredths(rating), rated_games), force=force)
     assert outcome.verdict == SeedVerdict.IMPORTED
     assert outcome.update is not None
     return outcome.update
 
 
-def play(store: Ratings, game_id: str, white: str, black: str, result: str, event_id: str = "") -> dict[str, bytes]:
+def play(
+    store: Ratings[RatingState], game_id: str, white: str, black: str, result: str, event_id: str = ""
+) -> dict[str, bytes]:
     game = GameFinished.model_validate_json(
         json.dumps(
             {

@@ -10,13 +10,14 @@ from tests.support.contract import VALID_GAME
 from tests.support.v2_examples import CONTRACT_USCF_CC
 from worker.engine.engine import Engine, SeedVerdict, Verdict
 from worker.engine.events import RatingEvent
-from worker.engine.events_v2 import encode_cc
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.interface import Kind, SeedRow
-from worker.rules.uscf_cc import CcState, UscfCcRules
+from worker.systems.registry import USCF_CC
+from worker.systems.uscf_cc.events import encode_cc
+from worker.systems.uscf_cc.rules import CcState
 
 TRAINING = Points(1200)
-ENGINE = Engine(UscfCcRules(), TRAINING)
+ENGINE = Engine(USCF_CC, TRAINING)
 
 
 def test_the_contracts_example_42_byte_for_byte() -> None:

@@ -32,11 +32,12 @@ from tests.support.v2_examples_periods import (
     FIDE_IMPORT_B,
 )
 from worker.engine.engine import Engine, SeedVerdict, Update, Verdict
-from worker.rules.fide import FideRules, FideState, parse_seed_row
 from worker.rules.hundredths import Points
 from worker.rules.interface import SeedRow, Skip
+from worker.systems.fide.rules import FideState, parse_seed_row
+from worker.systems.registry import FIDE
 
-ENGINE = Engine(FideRules(), Points(1200))  # the training rating: RATING_TRAINING_RATING's default
+ENGINE = Engine(FIDE, Points(1200))  # the training rating: RATING_TRAINING_RATING's default
 NOV, DEC = "2026-11", "2026-12"
 AT = "2026-11-10T12:00:00Z"  # a game of November
 D = Decimal

@@ -46,9 +46,9 @@ from tests.support.fide_streams import (
 )
 from tests.support.period_streams import Close, Import, Item, Stream, close_of
 from worker.engine.engine import SeedVerdict, Update
-from worker.rules.fide import FideState, parse_seed_row
 from worker.rules.interface import SeedRow
-from worker.store.state_codec import FIDE_STATES
+from worker.systems.fide.codec import FIDE_STATES
+from worker.systems.fide.rules import FideState, parse_seed_row
 
 
 @settings(max_examples=60, deadline=None)

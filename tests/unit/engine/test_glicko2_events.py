@@ -18,13 +18,14 @@ from tests.support.ratings import Ratings
 from tests.support.v2_examples import CONTRACT_GLICKO2
 from worker.engine.engine import Engine, SeedVerdict, Verdict
 from worker.engine.events import RatingEvent
-from worker.engine.events_v2 import encode_glicko2, read_glicko2
-from worker.rules.glicko2 import GlickoRules, GlickoState, Nanos, parse_seed_row
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.interface import Kind, SeedRow
-from worker.store.state_codec import GLICKO2_STATES
+from worker.systems.glicko2.codec import GLICKO2_STATES
+from worker.systems.glicko2.events import encode_glicko2, read_glicko2
+from worker.systems.glicko2.rules import GlickoState, Nanos, parse_seed_row
+from worker.systems.registry import GLICKO2
 
-ENGINE = Engine(GlickoRules(), Points(1200))
+ENGINE = Engine(GLICKO2, Points(1200))
 AT = "2026-11-29T12:00:00Z"
 
 # bob's event of the contract's example, written from its text (1262.86, -237.14, display 1263,

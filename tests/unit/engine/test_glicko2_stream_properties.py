@@ -17,14 +17,15 @@ from tests.support.glicko2_streams import INSTANTS, RATED, parse, streams
 from tests.support.period_streams import Import, Stream
 from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, SeedVerdict, Verdict
-from worker.rules.glicko2 import GlickoRules, GlickoState
 from worker.rules.hundredths import Hundredths, Points
+from worker.systems.glicko2.rules import GlickoState
+from worker.systems.registry import GLICKO2
 
 TWO_DECIMALS = Decimal("0.01")
 
 
 def new_store() -> Ratings[GlickoState]:
-    return Ratings(Engine(GlickoRules(), Points(1200)))
+    return Ratings(Engine(GLICKO2, Points(1200)))
 
 
 def hundredths(value: Decimal) -> Hundredths:

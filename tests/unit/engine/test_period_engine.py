@@ -11,11 +11,11 @@ from schemas.tornelo_game import TorneloGameFinished
 from tests.support.contract import VALID_GAME
 from tests.support.ratings import Ratings
 from worker.engine.engine import Engine, SeedVerdict
-from worker.rules.fide import FideRules
-from worker.rules.fide import parse_seed_row as fide_row
 from worker.rules.hundredths import Points
-from worker.rules.tornelo import Ended, TorneloRules
-from worker.rules.tornelo import parse_seed_row as tornelo_row
+from worker.systems.fide.rules import parse_seed_row as fide_row
+from worker.systems.registry import FIDE, TORNELO
+from worker.systems.tornelo.rules import Ended, TorneloRules
+from worker.systems.tornelo.rules import parse_seed_row as tornelo_row
 
 
 def tornelo_game(game_id: str, white: str, black: str, tournament: str | None) -> TorneloGameFinished:
@@ -38,7 +38,7 @@ def fide_game(game_id: str, finished_at: str) -> SystemGameFinished:
 def test_an_import_over_a_rating_still_holding_games_of_an_ended_tournament_is_refused_even_forced() -> None:
     """A and B play in S; S's close takes B only (in progress). A's import would change the
     rating S's close reads: refused, forced or not, until A is closed; then it goes ahead."""
-    ratings = Ratings(Engine(TorneloRules(), Points(1200)))
+    ratings = Ratings(Engine(TORNELO, Points(1200)))
     for text in ("A,rapid,1800,40,", "B,rapid,1800,40,"):
         ratings.seed(tornelo_row(text.split(",")))
     ratings.apply(tornelo_game("g1", "A", "B", "S"))
@@ -54,7 +54,7 @@ def test_an_import_over_a_rating_still_holding_games_of_an_ended_tournament_is_r
 
 
 def test_fide_closes_9999_11_and_records_the_games_after_it_in_9999_12() -> None:
-    ratings = Ratings(Engine(FideRules(), Points(1200)))
+    ratings = Ratings(Engine(FIDE, Points(1200)))
     for text in ("A,blitz,2000,40,,", "B,blitz,2000,40,,"):
         ratings.seed(fide_row(text.split(",")))
     ratings.apply(fide_game("g1", "9999-11-10T12:00:00Z"))

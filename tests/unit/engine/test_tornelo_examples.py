@@ -1,6 +1,6 @@
 """Tornelo's worked examples through the engine (2, 3, 5-17 and 19-22, numbered as in the tests' names,
 on the rules of docs/systems/tornelo.md, "Rules and readings"; and 18, the bytes of its "State and
-events, with an example"), each from seeded players and games through `Engine(TorneloRules(...))` in the
+events, with an example"), each from seeded players and games through `Engine(TORNELO.with_rules(...))` in the
 harness that closes tournaments as `rate`'s close lines do. Every event is validated by contract v2's
 schema and read back from its bytes; the numbers it is compared with are the spec's (or follow from the
 spec's formulas by hand, as commented), never computed by the code under test. The golden events are the
@@ -28,7 +28,8 @@ from tests.support.v2_examples_tornelo import A_IMPORTED, B_CLOSE, B_G1, B_IMPOR
 from worker.engine.decoder import BadInput, ErrorKind, decode_line
 from worker.engine.engine import Engine, SeedVerdict, Update, Verdict
 from worker.rules.hundredths import Hundredths, Points
-from worker.rules.tornelo import Parameters, TorneloRules, TorneloState, parse_seed_row
+from worker.systems.registry import TORNELO
+from worker.systems.tornelo.rules import Parameters, TorneloRules, TorneloState, parse_seed_row
 
 D = Decimal
 AT = "2026-11-10T12:00:00Z"
@@ -99,7 +100,7 @@ class Club:
 
     def __init__(self, *rows: str, parameters: Parameters | None = None) -> None:
         rules = TorneloRules() if parameters is None else TorneloRules(parameters)
-        self.ratings = Ratings(Engine(rules, Points(1200)))
+        self.ratings = Ratings(Engine(TORNELO.with_rules(rules), Points(1200)))
         self.imported: dict[str, Event] = {}
         self.played = 0
         for text in rows:
@@ -472,7 +473,7 @@ def test_example_18_the_contracts_tornelo_example_byte_for_byte() -> None:
 
 
 def test_example_18_the_seeding_rows_events_byte_for_byte() -> None:
-    ratings = Ratings(Engine(TorneloRules(), Points(1200)))
+    ratings = Ratings(Engine(TORNELO, Points(1200)))
     payloads = []
     for text in ("A,rapid,1800,40,", "B,rapid,2000,40,1.00"):
         outcome = ratings.seed(parse_seed_row(text.split(",")))
@@ -560,7 +561,7 @@ def test_golden_period_game_of_an_unrated_player_and_period_closed() -> None:
 
 def test_golden_imported_provisional_with_a_modifier() -> None:
     """A provisional row: performance_sum 1500 x 10 = 15000 (example 22), modifier 1.50."""
-    outcome = Ratings(Engine(TorneloRules(), Points(1200))).seed(parse_seed_row(["Q", "blitz", "1500", "10", "1.5"]))
+    outcome = Ratings(Engine(TORNELO, Points(1200))).seed(parse_seed_row(["Q", "blitz", "1500", "10", "1.5"]))
     assert outcome.update is not None
     assert outcome.update.payload == (
         b'{"event_id":"import/Q/blitz/1","system":"tornelo","game_id":null,"source_event_id":null,"player_id":"Q",'
@@ -651,7 +652,7 @@ def close(period: str) -> bytes:
 )
 def test_example_19_bad_input_is_invalid_schema(raw: bytes) -> None:
     with pytest.raises(BadInput) as refused:
-        decode_line(TorneloRules(), raw, 65536)
+        decode_line(TORNELO, raw, 65536)
     assert refused.value.kind is ErrorKind.INVALID_SCHEMA
     assert "\n" not in refused.value.message
 
@@ -683,7 +684,7 @@ def test_a_tournaments_game_that_does_not_count_changes_nothing_and_is_recorded(
 
 
 def test_example_19_close_lines_and_tournament_ids_that_are_valid() -> None:
-    rules = TorneloRules()
+    rules = TORNELO
     assert decode_line(rules, b'{"control":"close","period":"T1","by":"ops"}', 65536) == TorneloCloseLine(
         control="close", period="T1"
     )
@@ -710,7 +711,7 @@ def pairs() -> st.SearchStrategy[tuple[str, str, str]]:
 def run(steps: Sequence[tuple[str, ...]], take: set[str] | None = None) -> list[Update[TorneloState]]:
     """Seeds, then each step: ("game", white, black, result, tournament or "") or ("close", T); with
     `take`, each close closes at once only those ratings, the others by their next game or the end."""
-    ratings = Ratings(Engine(TorneloRules(), Points(1200)))
+    ratings = Ratings(Engine(TORNELO, Points(1200)))
     updates: list[Update[TorneloState]] = []
     for text in SEEDS:
         seeded = ratings.seed(parse_seed_row(text.split(",")))

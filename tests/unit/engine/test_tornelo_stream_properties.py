@@ -45,8 +45,8 @@ from tests.support.tornelo_streams import (
 from worker.engine.engine import SeedVerdict, Update
 from worker.rules.hundredths import Hundredths
 from worker.rules.interface import SeedRow
-from worker.rules.tornelo import TorneloState, parse_seed_row
-from worker.store.state_codec import TORNELO_STATES
+from worker.systems.tornelo.codec import TORNELO_STATES
+from worker.systems.tornelo.rules import TorneloState, parse_seed_row
 
 
 @settings(max_examples=60, deadline=None)

@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.operate.restore import BEFORE_SEQ_1, KEYS_SHOWN, OFF_CHAIN, Changelog
-from worker.rules.arena_state import RatingState
 from worker.rules.hundredths import Hundredths
 from worker.rules.interface import Kind
+from worker.systems.arena.state import RatingState
 
 KEY = "alice/blitz"
 # A record of one key: an event (the chain it belongs to, its seq), or None for a tombstone.

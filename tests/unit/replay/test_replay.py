@@ -11,8 +11,8 @@ from worker.engine.engine import Engine
 from worker.replay import replay as replay_module
 from worker.replay.replay import replay
 from worker.replay.seed_file import read_seed_file
-from worker.rules.arena import ArenaRules
 from worker.rules.hundredths import Points
+from worker.systems.registry import ARENA
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"
 
@@ -20,8 +20,8 @@ SAMPLES = Path(__file__).resolve().parents[3] / "samples"
 async def rate_sample(games: bytes | None = None) -> tuple[bytes, str]:
     out, dlq = io.BytesIO(), io.StringIO()
     source = io.BytesIO((SAMPLES / "games.jsonl").read_bytes() if games is None else games)
-    engine = Engine(ArenaRules(), Points(1200))
-    await replay(engine, read_seed_file(SAMPLES / "seed.csv"), source, out, dlq, 1_000_000)
+    engine = Engine(ARENA, Points(1200))
+    await replay(engine, read_seed_file(SAMPLES / "seed.csv", ARENA.rules), source, out, dlq, 1_000_000)
     return out.getvalue(), dlq.getvalue()
 
 
@@ -55,8 +55,10 @@ async def test_the_collector_threshold_is_raised_while_it_runs_and_restored_afte
             seen.append(gc.get_threshold())
             return super().write(data)
 
-    engine = Engine(ArenaRules(), Points(1200))
-    await replay(engine, read_seed_file(SAMPLES / "seed.csv"), io.BytesIO(b""), Spy(), io.StringIO(), 1_000_000)
+    engine = Engine(ARENA, Points(1200))
+    await replay(
+        engine, read_seed_file(SAMPLES / "seed.csv", ARENA.rules), io.BytesIO(b""), Spy(), io.StringIO(), 1_000_000
+    )
     assert seen and all(t[0] == replay_module.COLLECT_AFTER for t in seen)
     assert gc.get_threshold() == before
 
@@ -65,5 +67,12 @@ async def test_the_collector_threshold_is_raised_while_it_runs_and_restored_afte
             raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        await replay(engine, read_seed_file(SAMPLES / "seed.csv"), io.BytesIO(b""), Broken(), io.StringIO(), 1_000_000)
+        await replay(
+            engine,
+            read_seed_file(SAMPLES / "seed.csv", ARENA.rules),
+            io.BytesIO(b""),
+            Broken(),
+            io.StringIO(),
+            1_000_000,
+        )
     assert gc.get_threshold() == before

@@ -1,4 +1,4 @@
-"""The arena's rules (worker.rules.arena) against docs/systems/arena.md ("Rules and readings") and the seed document.
+"""The arena's rules (worker.systems.arena.rules) against docs/systems/arena.md ("Rules and readings").
 
 Ratings are integer hundredths (180000 = 1800.00); every expected value is worked out by hand
 in a comment from the spec's formulae and Table A / Table B.
@@ -10,11 +10,11 @@ import pytest
 
 from schemas.game_finished import GameFinished
 from tests.support.contract import TERMINATIONS
-from worker.rules.arena import ArenaRules, k_factor
-from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths, display
 from worker.rules.interface import Change, Kind, Pairing, Rated, Skip
+from worker.systems.arena.rules import ArenaRules, k_factor
+from worker.systems.arena.state import UNSEEN, QualifyingGame, RatingState
 
 RULES = ArenaRules()
 WIN, DRAW, LOSS = 100, 50, 0
@@ -30,21 +30,21 @@ def play(
     white_score: int,
     category: Category = Category.BLITZ,
     game_id: str = "g1",
-) -> Rated | Skip:
+) -> Rated[RatingState] | Skip:
     return RULES.rate(Pairing(game_id, "white", "black", Hundredths(white_score)), category, white, black)
 
 
-def both(outcome: Rated | Skip) -> tuple[Change, Change]:
+def both(outcome: Rated[RatingState] | Skip) -> tuple[Change[RatingState], Change[RatingState]]:
     assert isinstance(outcome, Rated)
     assert outcome.white is not None
     assert outcome.black is not None
     return outcome.white, outcome.black
 
 
-def qualify(scores: list[int], opponents: list[int], start: RatingState = UNSEEN) -> list[Change | Skip]:
+def qualify(scores: list[int], opponents: list[int], start: RatingState = UNSEEN) -> list[Change[RatingState] | Skip]:
     """An unrated player (white) plays one game against each rated opponent in turn."""
     state = start
-    changes: list[Change | Skip] = []
+    changes: list[Change[RatingState] | Skip] = []
     for i, (score, opponent) in enumerate(zip(scores, opponents, strict=True), start=1):
         outcome = RULES.rate(
             Pairing(f"q{i}", "newbie", f"opp{i}", Hundredths(score)), Category.BLITZ, state, rated(opponent)
@@ -59,7 +59,7 @@ def qualify(scores: list[int], opponents: list[int], start: RatingState = UNSEEN
     return changes
 
 
-def last_change(changes: list[Change | Skip]) -> Change:
+def last_change(changes: list[Change[RatingState] | Skip]) -> Change[RatingState]:
     change = changes[-1]
     assert isinstance(change, Change)
     return change

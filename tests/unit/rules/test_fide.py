@@ -8,7 +8,10 @@ import pytest
 
 from schemas.system_game import SystemGameFinished
 from tests.support.contract import VALID_GAME
-from worker.rules.fide import (
+from worker.rules.finished_at import month_of, refusal
+from worker.rules.hundredths import Hundredths
+from worker.rules.interface import Kind, SeedRow
+from worker.systems.fide.rules import (
     UNSEEN,
     Entry,
     FideDetail,
@@ -24,9 +27,6 @@ from worker.rules.fide import (
     pd,
     rated_pair,
 )
-from worker.rules.finished_at import month_of, refusal
-from worker.rules.hundredths import Hundredths
-from worker.rules.interface import Kind, SeedRow
 
 NOV = "2026-11"
 

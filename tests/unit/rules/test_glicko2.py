@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from worker.engine.engine import Engine, SeedVerdict
 from worker.rules.finished_at import refusal
-from worker.rules.glicko2 import (
+from worker.rules.hundredths import Hundredths, Points
+from worker.rules.interface import Kind, SeedRow
+from worker.systems.glicko2.rules import (
     COLOUR_ADVANTAGE,
     GlickoRules,
     GlickoState,
@@ -28,13 +30,12 @@ from worker.rules.glicko2 import (
     rating_period,
     rounded,
 )
-from worker.rules.hundredths import Hundredths, Points
-from worker.rules.interface import Kind, SeedRow
+from worker.systems.registry import GLICKO2
 
 AT = "2026-11-29T12:00:00Z"  # section 12.3: every worked example's finished_at unless said
 HALF = COLOUR_ADVANTAGE / 2
 SCORE = {"1-0": (1.0, 0.0), "0-1": (0.0, 1.0), "1/2": (0.5, 0.5)}
-ENGINE = Engine(GlickoRules(), Points(1200))
+ENGINE = Engine(GLICKO2, Points(1200))
 
 
 def h(text: str) -> Hundredths:

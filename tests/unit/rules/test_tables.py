@@ -4,9 +4,9 @@ from itertools import pairwise
 
 import pytest
 
-from worker.rules.arena import expected_scores
 from worker.rules.hundredths import Hundredths, Points
 from worker.rules.tables import dp_for, pd_higher
+from worker.systems.arena.rules import expected_scores
 
 # Table A exactly as printed in the seed (premium-chess-arena-rating-en.txt), row by row:
 # six (p, dp) columns per row; the last column holds .15 down to .00 and so is one row short.

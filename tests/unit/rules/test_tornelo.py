@@ -18,7 +18,7 @@ from tests.support.contract import VALID_GAME
 from worker.rules.categories import Category
 from worker.rules.hundredths import Hundredths
 from worker.rules.interface import Kind, SeedRow
-from worker.rules.tornelo import (
+from worker.systems.tornelo.rules import (
     UNSEEN,
     Entry,
     Millionths,

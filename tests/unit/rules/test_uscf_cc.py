@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from worker.rules.hundredths import Hundredths, display, round_half_away
 from worker.rules.interface import Change, Kind, Rated, SeedRow, Skip
-from worker.rules.uscf_cc import (
+from worker.systems.uscf_cc.rules import (
     DRAW,
     LOSS,
     WIN,

@@ -13,7 +13,7 @@ from schemas.correspondence_game import CorrespondenceGameFinished
 from tests.support.contract import VALID_GAME
 from worker.engine.decoder import BadInput, ErrorKind, decode_as, decode_game
 from worker.engine.engine import facts_digest
-from worker.rules.uscf_cc import DRAW, WIN, CcGame, duplicate_facts, game_of
+from worker.systems.uscf_cc.rules import DRAW, WIN, CcGame, duplicate_facts, game_of
 
 MAX = 65536
 

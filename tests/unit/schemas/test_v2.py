@@ -13,6 +13,7 @@ from schemas.export import SCHEMA_DIR
 from schemas.rating_changed_v2 import CcRatingChanged
 from schemas.seed_record_cc import CcSeedRecord
 from tests.support.v2_examples import CONTRACT_USCF_CC
+from worker.systems.registry import USCF_CC
 
 
 def events() -> list[dict[str, Any]]:
@@ -87,9 +88,9 @@ def test_every_event_the_encoder_writes_validates() -> None:
     from worker.engine.engine import Engine  # noqa: PLC0415
     from worker.rules.hundredths import Hundredths, Points  # noqa: PLC0415
     from worker.rules.interface import SeedRow  # noqa: PLC0415
-    from worker.rules.uscf_cc import CcState, UscfCcRules  # noqa: PLC0415
+    from worker.systems.uscf_cc.rules import CcState  # noqa: PLC0415
 
-    engine = Engine(UscfCcRules(), Points(1200))
+    engine = Engine(USCF_CC, Points(1200))
     for rating, credits, before in ((160000, 40, CcState()), (-10050, 1, CcState(Hundredths(5), 3, 4))):
         seeded = engine.seed(SeedRow("p", "correspondence", Hundredths(rating), credits), before, force=True)
         assert seeded.update is not None

@@ -9,11 +9,11 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from tests.support.games import ENGINE, make_game, rating, seed_write
 from worker.replay.memory_store import MemoryBackend, MemoryStore
-from worker.rules.arena_state import UNSEEN, RatingState
 from worker.store.protocol import Claimed, Write
 from worker.store.schedule import Item
 from worker.stream.pipeline import Pipeline, settled
 from worker.stream.publisher import Publisher
+from worker.systems.arena.state import UNSEEN, RatingState
 
 LEASE = 60.0
 HOLD = 1.0  # the publication lease: how long a rating is held after a send of unknown outcome

@@ -12,9 +12,9 @@ from prometheus_client import REGISTRY
 
 from worker import metrics
 from worker.engine.decoder import ErrorKind
-from worker.rules.arena import ArenaRules
 from worker.stream import retry
 from worker.stream.retry import Operation, Unreachable, retrying
+from worker.systems.arena.rules import ArenaRules
 
 KAFKA_OP = Operation("test_kafka_op", "kafka")
 REDIS_OP = Operation("test_redis_op", "redis")

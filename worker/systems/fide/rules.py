@@ -32,8 +32,7 @@ from typing import ClassVar, NamedTuple, cast
 from schemas.close_line import FideCloseLine
 from schemas.game_finished import GameFinished
 from schemas.system_game import SystemGameFinished
-from worker.rules.arena import arena_category
-from worker.rules.categories import Category
+from worker.rules.categories import Category, arena_category
 from worker.rules.finished_at import month_number, month_of, next_month, refusal
 from worker.rules.hundredths import ONE, RESULT_SCORES, Hundredths, Points, round_half_away, round_half_up
 from worker.rules.interface import Change, Kind, Rated, SeedRow, Skip

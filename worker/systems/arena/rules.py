@@ -13,12 +13,12 @@ from pydantic import ValidationError
 
 from schemas.game_finished import GameFinished
 from schemas.seed_record import SeedRecord
-from worker.rules.arena_state import UNSEEN, QualifyingGame, RatingState
-from worker.rules.categories import Category, category_of
+from worker.rules.categories import Category, arena_category
 from worker.rules.hundredths import ONE, Hundredths, Points, hundredths, round_half_up
 from worker.rules.interface import Change, Kind, Pairing, Rated, SeedRow, Skip
 from worker.rules.seed_rows import fixed2, rated_games, seed_fields
 from worker.rules.tables import dp_for, pd_higher
+from worker.systems.arena.state import UNSEEN, QualifyingGame, RatingState
 
 FLOOR = Hundredths(1000 * ONE)  # a rating under 1000.00 is lost; exactly 1000.00 is kept
 QUALIFYING_GAMES = 5
@@ -82,20 +82,6 @@ def qualifying_game(
 
 
 _WHITE_SCORE = {"1-0": Hundredths(100), "1/2-1/2": Hundredths(50), "0-1": Hundredths(0)}
-
-
-def arena_category(game: GameFinished) -> Category | Skip:
-    """The arena's counted games: `rated: false`, then forfeits and aborted games, then a time
-    control it does not rate, change nothing; any other game counts in its control's category."""
-    if not game.rated:
-        return Skip.RATED_FALSE
-    if game.termination == "forfeit":
-        return Skip.FORFEIT
-    if game.termination == "aborted":
-        return Skip.ABORTED
-    tc = game.time_control
-    category = category_of(tc.base_seconds, tc.increment_seconds)
-    return Skip.UNRATED_TIME_CONTROL if category is None else category
 
 
 @dataclass(frozen=True, slots=True)

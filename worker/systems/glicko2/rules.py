@@ -29,8 +29,7 @@ from typing import NamedTuple, NewType, cast
 
 from schemas.game_finished import GameFinished
 from schemas.system_game import SystemGameFinished
-from worker.rules.arena import arena_category
-from worker.rules.categories import Category
+from worker.rules.categories import Category, arena_category
 from worker.rules.finished_at import cached_instant, refusal, units
 from worker.rules.hundredths import Hundredths
 from worker.rules.instants import DAY

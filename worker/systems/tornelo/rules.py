@@ -33,8 +33,7 @@ from typing import NamedTuple, NewType, cast
 from schemas.close_line import TorneloCloseLine
 from schemas.game_finished import GameFinished
 from schemas.tornelo_game import TorneloGameFinished
-from worker.rules.arena import arena_category
-from worker.rules.categories import Category
+from worker.rules.categories import Category, arena_category
 from worker.rules.hundredths import ONE, RESULT_SCORES, Hundredths, round_half_away, round_half_up
 from worker.rules.interface import Change, Kind, Rated, SeedRow, Skip
 from worker.rules.period_interface import Lookup
