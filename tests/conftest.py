@@ -23,6 +23,9 @@ from tests.support.backends import CONTAINERS, ContainerKafka, ContainerRedis, K
 from tests.support.processes import Processes, left_running, reap
 from tests.support.stack import Stack
 
+# Where the test time goes, when RATING_TEST_TIMINGS names a file (docs/development.md).
+pytest_plugins = ["tests.support.timing"]
+
 BACKEND = pytest.StashKey[str]()
 _names = itertools.count()
 

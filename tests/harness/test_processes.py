@@ -5,12 +5,15 @@ The two failing cases run in a pytest of their own (tests/harness/probes/), star
 """
 
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support import processes as processes_module
 from tests.support.processes import Processes, left_running
 from worker.embedded import stack as embedded_stack
 from worker.embedded.stack import free_port
@@ -104,3 +107,25 @@ def test_a_process_left_running_fails_the_session_loudly_and_is_killed(tmp_path:
     assert len(pids) == 1, out
     assert f"redis-server (pid {pids[0]}, started by a probe that never kills it)" in out, out
     assert not alive(pids[0]), out
+
+
+@pytest.mark.parametrize("server", ["broker", "redis"])
+def test_a_server_whose_free_port_another_process_took_starts_again_on_another(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parallel test processes choose free ports at the same time: a server that finds its port
+    taken (here by a listening socket, which also answers its readiness check) starts again on
+    another free port; it never takes the other process's listener for its own."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        ports: Iterator[int] = iter([taken.getsockname()[1], free_port()])
+        monkeypatch.setattr(processes_module, "free_port", lambda: next(ports))
+        owned = Processes("test")
+        try:
+            started = owned.broker() if server == "broker" else owned.redis(tmp_path / "redis")
+            assert started.port != taken.getsockname()[1]
+            assert started.process is not None and started.process.poll() is None
+            assert [s.process.poll() is None for s in owned.started] == [False, True]  # the first exited
+        finally:
+            owned.kill_all()

@@ -12,11 +12,14 @@ otherwise: a broker that did not listen within its start-up time, for one).
 
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from worker.embedded.stack import Broker, RedisServer
+from worker.embedded.stack import Broker, RedisServer, free_port
+
+# Starts of a server on a free port before giving up (another test process may take the port first).
+PORT_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -75,20 +78,43 @@ class Processes:
             if server.process is not None and all(s.process is not server.process for s in self.started):
                 self.register(what, server.process)
 
+    def _start_on_a_free_port(self, what: str, make: Callable[[], Broker | RedisServer]) -> None:
+        """Start a server on a free port; if another process took that port between its choice and
+        the start (parallel test processes choose theirs at the same time), again on another."""
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                self._start(what, make())
+                return
+            except RuntimeError as e:
+                if "taken?" not in str(e) or attempt == PORT_ATTEMPTS - 1:
+                    raise
+
     def broker(self, advertised_port: int | None = None) -> Broker:
         """A tansu broker on a free port, listening (advertising `advertised_port` if given: a proxy's)."""
-        broker = Broker(advertised_port=advertised_port)
-        self._start("tansu broker", broker)
-        return broker
+        started: list[Broker] = []
+
+        def make() -> Broker:
+            started.append(Broker(port=free_port(), advertised_port=advertised_port))
+            return started[-1]
+
+        self._start_on_a_free_port("tansu broker", make)
+        return started[-1]
 
     def redis(self, directory: Path, *, port: int | None = None, appendonly: bool = False) -> RedisServer:
         """A redis-server with its own directory, listening (on `port`, or a free one)."""
         directory.mkdir(parents=True, exist_ok=True)
-        server = RedisServer(directory=directory, appendonly=appendonly)
         if port is not None:
-            server.port = port
-        self._start("redis-server", server)
-        return server
+            server = RedisServer(port=port, directory=directory, appendonly=appendonly)
+            self._start("redis-server", server)
+            return server
+        started: list[RedisServer] = []
+
+        def make() -> RedisServer:
+            started.append(RedisServer(port=free_port(), directory=directory, appendonly=appendonly))
+            return started[-1]
+
+        self._start_on_a_free_port("redis-server", make)
+        return started[-1]
 
     def restart(self, server: RedisServer) -> RedisServer:
         """The same redis-server again (same port and directory: it replays its files), after a kill."""

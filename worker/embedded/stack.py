@@ -130,6 +130,10 @@ class RedisServer:
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
         _wait_port(self.port, self.process, "redis-server")
+        # Another process's server may have answered on this port (taken meanwhile): ours then exits.
+        time.sleep(0.05)
+        if self.process.poll() is not None:
+            raise RuntimeError(f"redis-server exited at start (port {self.port} taken?)")
         return self
 
     def kill(self) -> None:
