@@ -83,8 +83,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = os.environ.get(VARIABLE)
     if not path:
         return
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    target = Path(path if worker == "main" else f"{path}.{worker}")
+    # An xdist worker process writes its own file (a nested pytest only inherits the variable).
+    worker = getattr(session.config, "workerinput", {}).get("workerid")
+    target = Path(path if worker is None else f"{path}.{worker}")
     target.write_text(json.dumps({"tests": _tests, "fixtures": _fixtures}), encoding="utf-8")
 
 
