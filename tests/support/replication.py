@@ -14,6 +14,10 @@ LINK_SECONDS = 10.0
 def start_replica(processes: Processes, primary: RedisServer, directory: Path) -> RedisServer:
     """A redis-server replicating `primary` (owned by `processes`), returned once its link is up and in sync."""
     replica = processes.redis(directory)
+    # A primary waits repl-diskless-sync-delay (5 s by default) for more replicas before it
+    # streams its data set to the first: nothing else joins here, so it starts at once.
+    with redis.Redis(port=primary.port) as client:
+        client.config_set("repl-diskless-sync-delay", 0)
     with redis.Redis(port=replica.port) as client:
         client.replicaof("127.0.0.1", primary.port)
         deadline = time.monotonic() + LINK_SECONDS
