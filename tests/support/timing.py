@@ -13,6 +13,7 @@ Nothing is measured, and nothing changes, when the variable is not set."""
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -24,6 +25,24 @@ from typing import Any
 import pytest
 
 VARIABLE = "RATING_TEST_TIMINGS"
+# The slowest test files of the parallel phase, slowest first (the report's "By file", 2026-12-05).
+# The parallel processes take a file at a time in collection order (`--dist loadfile`), so these
+# go first: a long file started last would keep one process busy after the others are done.
+# Every other file keeps its place after them. `tests/harness/test_timing.py` checks they exist.
+LONGEST_FIRST = (
+    "tests/integration/service/alerts/test_held_up.py",
+    "tests/unit/contract/test_streams.py",
+    "tests/integration/service/alerts/test_input.py",
+    "tests/integration/service/alerts/test_rules_and_absence.py",
+    "tests/integration/operate/test_importer.py",
+    "tests/unit/contract/test_events.py",
+    "tests/integration/service/test_observability.py",
+    "tests/cli/test_system.py",
+    "tests/integration/operate/test_rebuild_applied_copy.py",
+    "tests/cli/test_worker_settings.py",
+    "tests/integration/store/test_contract.py",
+    "tests/integration/operate/test_restore.py",
+)
 _tests: dict[str, dict[str, Any]] = {}
 _fixtures: dict[str, list[float]] = defaultdict(list)
 _started: Counter[str] = Counter()  # the processes the running test started, by kind
@@ -47,6 +66,12 @@ def pytest_configure(config: pytest.Config) -> None:
         subprocess.Popen.__init__ = _counting_init  # type: ignore[method-assign]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of LONGEST_FIRST first, in its order; the order of the tests within a file kept."""
+    rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_fixture_setup(
     fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
@@ -59,14 +84,22 @@ def pytest_fixture_setup(
             _fixtures[fixturedef.argname].append(time.perf_counter() - start)
 
 
+def cpu_seconds() -> float:
+    """The CPU time (user + system) of this process and of its children that ended and were waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
     _started.clear()
+    cpu = cpu_seconds()
     try:
         return (yield)
     finally:
         if os.environ.get(VARIABLE) and item.nodeid in _tests:
             _tests[item.nodeid]["started"] = dict(_started)
+            _tests[item.nodeid]["cpu"] = cpu_seconds() - cpu
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -114,13 +147,19 @@ def report(paths: Sequence[Path], top: int = 25) -> str:
         for name, seconds in loaded["fixtures"].items():
             fixtures[name] += seconds
     total = sum(t["seconds"] for t in tests.values())
-    lines = [f"{len(tests)} tests, {total:.0f} s of test time (setup + call + teardown, summed over processes)", ""]
-    by_category: dict[str, list[float]] = defaultdict(list)
+    cpu = sum(t.get("cpu", 0.0) for t in tests.values())
+    lines = [
+        f"{len(tests)} tests, {total:.0f} s of test time (setup + call + teardown, summed over processes), "
+        f"{cpu:.0f} s of CPU (the test processes and the commands and servers they started and waited for)",
+        "",
+    ]
+    by_category: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for test in tests.values():
-        by_category[category(test)].append(test["seconds"])
-    lines.append("By what the tests do (each test in the first that applies):")
-    for name, seconds in sorted(by_category.items(), key=lambda kv: -sum(kv[1])):
-        lines.append(f"  {sum(seconds):8.0f} s {100 * sum(seconds) / total:5.1f} %  {len(seconds):5d} tests  {name}")
+        by_category[category(test)].append(test)
+    lines.append("By what the tests do (each test in the first that applies; time, its share, CPU):")
+    for name, members in sorted(by_category.items(), key=lambda kv: -_seconds(kv[1])):
+        seconds, share = _seconds(members), 100 * _seconds(members) / total
+        lines.append(f"  {seconds:8.0f} s {share:5.1f} %  {_cpu(members):6.0f} s CPU  {len(members):5d} tests  {name}")
     started: Counter[str] = Counter()
     for test in tests.values():
         started.update(test.get("started", {}))
@@ -132,14 +171,23 @@ def report(paths: Sequence[Path], top: int = 25) -> str:
         lines.append(
             f"  {sum(seconds):8.0f} s  {len(seconds):5d} set-ups  {sum(seconds) / len(seconds):6.2f} s each  {name}"
         )
-    by_file: dict[str, float] = defaultdict(float)
+    by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for test in tests.values():
-        by_file[test["file"]] += test["seconds"]
+        by_file[test["file"]].append(test)
     lines.append("")
-    lines.append(f"By file (the {top} slowest):")
-    for name, seconds in sorted(by_file.items(), key=lambda kv: -kv[1])[:top]:
-        lines.append(f"  {seconds:8.0f} s {100 * seconds / total:5.1f} %  {name}")
+    lines.append(f"By file (the {top} slowest; time, its share, CPU):")
+    for name, members in sorted(by_file.items(), key=lambda kv: -_seconds(kv[1]))[:top]:
+        seconds = _seconds(members)
+        lines.append(f"  {seconds:8.0f} s {100 * seconds / total:5.1f} %  {_cpu(members):6.0f} s CPU  {name}")
     return "\n".join(lines)
+
+
+def _seconds(tests: list[dict[str, Any]]) -> float:
+    return sum(float(t["seconds"]) for t in tests)
+
+
+def _cpu(tests: list[dict[str, Any]]) -> float:
+    return sum(float(t.get("cpu", 0.0)) for t in tests)
 
 
 if __name__ == "__main__":
