@@ -357,7 +357,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     from worker.docs import effective_settings  # noqa: PLC0415
 
     settings = _worker_settings(served=False)
-    print(f"# rating-worker {_version()}: the settings in effect (secrets masked; defaults commented out)")
+    print(f"# rating-worker {_version()}: the settings in effect (passwords masked; defaults commented out)")
     for line in effective_settings(settings):
         print(line)
     return 0
@@ -693,7 +693,7 @@ def build_parser() -> argparse.ArgumentParser:
     erase.set_defaults(func=cmd_erase)
 
     config = commands.add_parser(
-        "config", help="print the settings in effect (RATING_* variables and secrets directory), secrets masked"
+        "config", help="print the settings in effect (RATING_* variables and secrets directory), passwords masked"
     )
     config.set_defaults(func=cmd_config)
 

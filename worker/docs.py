@@ -66,15 +66,38 @@ def is_secret(field: FieldInfo) -> bool:
 MASK = "********"
 
 
+def masked_url(value: str) -> str:
+    """A URL with only its password masked (in its user part, or a `password=` query parameter),
+    so that one sees which server it names; MASK if it is not a URL."""
+    scheme, separator, rest = value.partition("://")
+    if not separator or not scheme.isidentifier():
+        return MASK
+    authority, slash, tail = rest.partition("/")
+    if "@" in authority:
+        user, host = authority.rsplit("@", 1)
+        if ":" in user:
+            user = user.split(":", 1)[0] + ":" + MASK
+        authority = f"{user}@{host}"
+    path, mark, query = tail.partition("?")
+    pairs = [f"{pair.split('=', 1)[0]}={MASK}" if _is_password(pair) else pair for pair in query.split("&")]
+    return f"{scheme}://{authority}{slash}{path}{mark}{'&'.join(pairs)}"
+
+
+def _is_password(pair: str) -> bool:
+    return pair.split("=", 1)[0].lower() == "password"
+
+
 def effective_settings(settings: WorkerSettings) -> list[str]:
     """The settings in effect, one `RATING_NAME=value` line each, in the order of the settings page:
     those given (environment or secrets directory) as lines, those left at their default as
     comments (`# RATING_NAME=value (default)`), so the output is also an env file of what was
-    given. A secret shows as MASK when given, never its value."""
+    given. A secret never shows its value: a URL with its password masked, anything else as MASK."""
     lines = []
     for name, field in WorkerSettings.model_fields.items():
         value = getattr(settings, name)
-        text = "" if value is None else (MASK if is_secret(field) else default_text(value))
+        text = "" if value is None else default_text(value)
+        if text and is_secret(field):  # a URL-shaped secret (`*_url`) shows which server it names
+            text = masked_url(text) if name.endswith("_url") else MASK
         line = f"{variable(name)}={text}"
         lines.append(line if name in settings.model_fields_set else f"# {line} (default)")
     return lines
@@ -158,7 +181,8 @@ def render_configuration(settings: type[WorkerSettings] = WorkerSettings) -> str
             f"`rate` reads {' and '.join(f'`{r}`' for r in rules)}; `run`, `import`, `restore`, `rebuild`,",
             "`switch-over`, `topics`, `check`, `replay-dead-letters` and `erase` read all of them.",
             "`rating-worker config` prints the settings in effect: those given as `RATING_NAME=value`",
-            "lines, those left at their default commented out, secrets masked (`********`).",
+            "lines, those left at their default commented out, secrets masked (`********`; a URL shows",
+            "all but its password).",
             "",
             "| variable | default | meaning |",
             "|---|---|---|",
