@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from pydantic import ValidationError
 
 from worker.engine.decoder import ErrorKind
-from worker.engine.engine import Engine
+from worker.engine.engine import Engine, Verdict
 from worker.engine.seed_rows import SeedFileError
 from worker.operate.external_sort import MIN_BUDGET_BYTES
 from worker.replay.progress import Progress
 from worker.replay.replay import replay
 from worker.replay.seed_file import read_seed_file
 from worker.rules.hundredths import Points
-from worker.rules.interface import SeedRow
+from worker.rules.interface import SeedRow, Skip
 from worker.settings import RulesSettings
 from worker.systems import registry
 
@@ -183,6 +183,12 @@ def cmd_rate(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
     print(counts.summary(store, time.perf_counter() - started), file=sys.stderr)
+    if args.seed is None and counts.verdicts[Verdict.APPLIED] == 0 and counts.skipped[Skip.BOTH_UNRATED]:
+        print(
+            "rate: no game changed a rating: with no seeding file every player starts unrated, and a game "
+            "between two unrated players rates no one; give their ratings with --seed SEED.csv",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -528,14 +534,22 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     settings = _rules_settings(None)
     sim = traffic(settings.spec())(args.players, seed=args.random_seed)
+    written = []
     try:
         if args.seed_out is not None:
-            args.seed_out.write_text(sim.seed_csv(), encoding="utf-8")
+            seeding = sim.seed_csv()
+            args.seed_out.write_text(seeding, encoding="utf-8")
+            written.append(f"{len(seeding.splitlines()) - 1} seeding rows to {args.seed_out}")
+        lines = 0
         with open(args.games_out, "wb") as f:
             for line in sim.game_lines(args.games, args.bad_share, args.redelivery_share):
                 f.write(line + b"\n")
+                lines += 1
     except OSError as e:
         raise UsageError(f"{e.filename}: cannot write: {e.strerror}") from None
+    shares = f"bad share {args.bad_share:g}, redelivery share {args.redelivery_share:g}"
+    games = f"{lines} lines to {args.games_out} ({args.games} games of {args.players} players; {shares})"
+    print(f"sample: wrote {' and '.join([games, *written])}", file=sys.stderr)
     return 0
 
 

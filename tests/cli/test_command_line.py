@@ -5,6 +5,7 @@ settings, and bad option values refused with one line (status 2)."""
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +72,16 @@ def test_a_bad_option_value_is_refused_with_one_line(args: tuple[str, ...], mess
     done = run(*args)
     assert done.returncode == 2
     assert done.stderr == f"rating-worker: error: {message}\n"
+
+
+def test_sample_says_what_it_wrote(tmp_path: Path) -> None:
+    games, seed = tmp_path / "games.jsonl", tmp_path / "seed.csv"
+    done = run("sample", str(games), "--seed-out", str(seed), "--games", "50", "--players", "8", "--bad-share", "0.1")
+    assert done.returncode == 0, done.stderr
+    lines, rows = len(games.read_bytes().splitlines()), len(seed.read_text().splitlines()) - 1
+    assert lines > 50 and rows > 0
+    assert done.stderr == (
+        f"sample: wrote {lines} lines to {games} (50 games of 8 players; bad share 0.1, redelivery share 0) "
+        f"and {rows} seeding rows to {seed}\n"
+    )
+    assert done.stdout == ""

@@ -157,6 +157,37 @@ def test_unusable_arguments_or_files_give_one_line_and_status_2(
     assert complaint in done.stderr
 
 
+def test_a_missing_seeding_file_gets_a_sentence_like_a_missing_games_file(tmp_path: Path) -> None:
+    games = tmp_path / "games.jsonl"
+    games.write_text(game("g1", "alice", "bob") + "\n")
+    done = rate(games, "--seed", tmp_path / "missing.csv")
+    assert done.returncode == 2
+    missing_games = rate(tmp_path / "missing.jsonl")
+    assert (
+        done.stderr
+        == f"rating-worker: error: {tmp_path / 'missing.csv'}: cannot read the seeding file: ".encode()
+        + (missing_games.stderr.split(b"cannot read the games file: ", 1)[1])
+    )
+    assert b"Errno" not in done.stderr
+
+
+def test_rate_without_a_seeding_file_hints_at_seed_when_every_player_was_unrated(tmp_path: Path, seed: Path) -> None:
+    games = tmp_path / "games.jsonl"
+    games.write_text(game("g1", "alice", "bob") + "\n" + game("g2", "bob", "alice") + "\n")
+    unseeded = rate(games, "--out", "/dev/null")
+    assert unseeded.returncode == 0
+    hint = unseeded.stderr.decode().splitlines()[-1]
+    assert hint == (
+        "rate: no game changed a rating: with no seeding file every player starts unrated, and a game "
+        "between two unrated players rates no one; give their ratings with --seed SEED.csv"
+    )
+    # With the players seeded, or a seeding file that leaves them unrated, no hint.
+    for seeding in (seed, tmp_path / "empty.csv"):
+        (tmp_path / "empty.csv").write_text("player_id,category,rating,rated_games\n")
+        done = rate(games, "--seed", seeding, "--out", "/dev/null")
+        assert done.returncode == 0 and b"--seed" not in done.stderr, done.stderr
+
+
 def test_the_bundled_sample_replays_to_the_same_bytes_twice(tmp_path: Path) -> None:
     outs = []
     for i in range(2):

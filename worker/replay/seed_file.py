@@ -13,5 +13,7 @@ def read_seed_file(path: Path, rules: RatingSystem[Any]) -> list[SeedRow]:
     try:
         with path.open(encoding="utf-8-sig", newline="") as f:
             return parse_seed_rows(path, f, rules)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
+    except OSError as e:  # as a games file that cannot be read: the reason, without Python's errno
+        raise SeedFileError(f"{path}: cannot read the seeding file: {e.strerror or e}") from None
+    except (UnicodeDecodeError, csv.Error) as e:
         raise SeedFileError(f"{path}: cannot read the seeding file: {e}") from None
