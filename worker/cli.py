@@ -6,9 +6,11 @@ import math
 import os
 import re
 import sys
+import textwrap
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -78,6 +80,20 @@ class _Formatter(argparse.HelpFormatter):
         if shown and "default" not in text:
             text += " (default: %(default)s)"
         return text
+
+    # Lines broken at spaces only: a name (a topic, a seeding file's header) is never cut in two.
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(
+            " ".join(text.split()),
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -206,12 +222,15 @@ def _worker_settings(served: bool = True) -> "WorkerSettings":
     except ValidationError as e:
         raise _settings_error(e) from None
     if served and not settings.spec().served:
-        name = settings.spec().name
-        raise UsageError(
-            f"setting RATING_SYSTEM={settings.system}: this release rates {name} offline only "
-            f"(`rating-worker rate`); its service (closing periods in Kafka and Redis) comes in a later release"
-        )
+        raise UsageError(f"setting RATING_SYSTEM={settings.system}: {_offline_only(settings.spec().name)}")
     return settings
+
+
+def _offline_only(name: str) -> str:
+    return (
+        f"this release rates {name} offline only (`rating-worker rate`); its service (closing periods in "
+        "Kafka and Redis) comes in a later release"
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -246,6 +265,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from worker.embedded.demo import demo  # noqa: PLC0415
 
+    if not registry.BY_NAME[args.system].served:
+        raise UsageError(f"--system {args.system}: {_offline_only(args.system)}")
     return asyncio.run(demo(args.players, args.rate, args.workers, args.duration, args.system))
 
 
@@ -553,7 +574,41 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class _SystemHelp:
+    """What the help texts say of the rating system in use (RATING_SYSTEM in the environment):
+    its seeding columns, its categories, its default names. The help works whatever RATING_SYSTEM
+    holds: one that names no system is said so, and running a command then says why."""
+
+    seeding: str
+    category: str
+    names: str
+
+    @classmethod
+    def in_use(cls) -> "_SystemHelp":
+        value = os.environ.get("RATING_SYSTEM", registry.DEFAULT)
+        try:
+            spec = registry.spec_of(value)
+        except registry.UnknownSystem:
+            unknown = f"RATING_SYSTEM={value!r} names no rating system"
+            return cls(
+                f"the seeding file of the rating system in use ({unknown})",
+                f"only this category of the rating system in use ({unknown}; default: every category)",
+                f"the system's defaults ({unknown})",
+            )
+        header, names = ",".join(spec.rules.seed_header), spec.names
+        return cls(
+            f"{spec.name}'s seeding file (RATING_SYSTEM): the header {header}, then a row per rating",
+            f"only this category, one of {spec.name}'s (RATING_SYSTEM): {', '.join(spec.rules.categories)} "
+            "(default: every category)",
+            f"{spec.name}'s defaults (RATING_SYSTEM): input {names.topic_games}, output {names.topic_ratings}, "
+            f"dead letters {names.topic_dead_letters}, group {names.kafka_group_id}, key prefix "
+            f"{names.redis_key_prefix}",
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
+    about = _SystemHelp.in_use()
     parser = _Parser(
         prog="rating-worker",
         description="Ratings of the Premium Chess Arena: game-finished events in, rating-changed events out. "
@@ -566,7 +621,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rate = commands.add_parser("rate", help="replay games from a JSON-lines file, offline, state in memory")
     rate.add_argument("games", metavar="GAMES.jsonl", help="input events, one JSON object per line ('-' = stdin)")
-    rate.add_argument("--seed", type=Path, metavar="SEED.csv", help="ratings to seed, applied before the games")
+    rate.add_argument(
+        "--seed", type=Path, metavar="SEED.csv", help=f"ratings to seed before the games: {about.seeding}"
+    )
     rate.add_argument("--out", type=Path, metavar="FILE", help="output events (default: stdout)")
     rate.add_argument("--dlq", type=Path, metavar="FILE", help="dead letters, one JSON line each (default: stderr)")
     rate.add_argument(
@@ -596,12 +653,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="The streaming worker: consumes the input topic, rates each game, publishes each change. "
         "Every setting is a RATING_* environment variable (or a file in RATING_SECRETS_DIR), described in "
         "docs/configuration.md; `rating-worker config` prints those in effect, `rating-worker check` tests "
-        "Kafka and Redis.",
+        "Kafka and Redis. The settings that matter first: RATING_KAFKA_BOOTSTRAP_SERVERS (host:port,...), "
+        "RATING_REDIS_URL (redis://host:port/db), RATING_SYSTEM (the rating system; "
+        f"{registry.DEFAULT} unless set). Topics, group and key prefix: RATING_TOPIC_GAMES, RATING_TOPIC_RATINGS, "
+        f"RATING_TOPIC_DEAD_LETTERS, RATING_KAFKA_GROUP_ID, RATING_REDIS_KEY_PREFIX, {about.names}; "
+        "`rating-worker topics` creates the topics.",
     )
     run.set_defaults(func=cmd_run)
 
     imp = commands.add_parser("import", help="seed ratings through the worker's path, publishing them")
-    imp.add_argument("seed", type=Path, metavar="SEED.csv", help="rows player_id,category,rating,rated_games")
+    imp.add_argument("seed", type=Path, metavar="SEED.csv", help=about.seeding)
     imp.add_argument("--force", action="store_true", help="overwrite ratings that already have state")
     imp.set_defaults(func=cmd_import)
 
@@ -614,7 +675,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--prefix",
         help="key prefix of the rebuilt state (default: rating-rebuild: for the arena, rating-SYSTEM-rebuild: else)",
     )
-    rebuild.add_argument("--seed", type=Path, metavar="SEED.csv", help="the seed file applied before the games")
+    rebuild.add_argument(
+        "--seed", type=Path, metavar="SEED.csv", help=f"ratings seeded before the games: {about.seeding}"
+    )
     rebuild.add_argument("--force", action="store_true", help="overwrite keys already under the prefix")
     rebuild.add_argument(
         "--memory-mb",
@@ -698,8 +761,7 @@ def build_parser() -> argparse.ArgumentParser:
     erase.add_argument(
         "--category",
         metavar="C",
-        help="only this category, one of the system's: rapid, blitz or bullet for the arena, correspondence for "
-        "uscf-cc (default: every category of the system)",
+        help=about.category,
     )
     erase.add_argument(
         "--force", action="store_true", help="also when events of his are not yet published (they are dropped)"
@@ -725,7 +787,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--duration", type=_positive, help="stop after this many seconds (default: at Ctrl-C)")
     demo.add_argument(
         "--system",
-        choices=sorted(spec.name for spec in registry.BUILT_IN if spec.served),
+        choices=sorted(spec.name for spec in registry.BUILT_IN),
         default=registry.DEFAULT,
         help="the rating system its workers run (fide and tornelo: `rate` only in this release)",
     )

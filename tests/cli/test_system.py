@@ -145,7 +145,11 @@ def test_a_per_period_system_has_its_names_and_config_shows_them(system: str) ->
     assert values["RATING_TOPIC_GAMES"] == "arena.game.finished.v1"
 
 
-def test_the_demo_runs_no_per_period_system() -> None:
+def test_the_demo_runs_no_per_period_system_and_says_why_as_every_command_does() -> None:
     done = run("demo", "--system", "fide", "--duration", "1")
     assert done.returncode == 2
-    assert "argument --system: invalid choice: 'fide'" in done.stderr
+    refused = run("run", RATING_SYSTEM="fide")  # the other commands' sentence
+    assert refused.returncode == 2
+    reason = refused.stderr.split("RATING_SYSTEM=fide: ", 1)[1]
+    assert done.stderr == f"rating-worker: error: --system fide: {reason}"
+    assert "offline only" in reason and done.stderr.count("\n") == 1
