@@ -48,8 +48,10 @@ class CommandFailed(Exception):
     """A one-shot command could not finish (Kafka or Redis unreachable, interrupted): one line, status 1."""
 
 
-def _one_shot(settings: "WorkerSettings", command: "Callable[[], Awaitable[T]]") -> T:
-    """Run a one-shot command against Kafka and Redis (see `worker.service.process.run_command`)."""
+def _one_shot(settings: "WorkerSettings", command: "Callable[[], Awaitable[T]]", read_only: bool = False) -> T:
+    """Run a one-shot command against Kafka and Redis (see `worker.service.process.run_command`):
+    waiting for one, it first says so in one line; interrupted, it says what that left (`read_only`:
+    nothing changed)."""
     from worker.operate.switch_over import NotReady  # noqa: PLC0415
     from worker.service.owner import PrefixOwned  # noqa: PLC0415
     from worker.service.process import run_command  # noqa: PLC0415
@@ -57,12 +59,14 @@ def _one_shot(settings: "WorkerSettings", command: "Callable[[], Awaitable[T]]")
     from worker.stream.retry import Unreachable, transient  # noqa: PLC0415
 
     try:
-        return run_command(settings, command)
+        return run_command(settings, command, lambda line: print(f"rating-worker: {line}", file=sys.stderr, flush=True))
     except (PrefixOwned, IdempotenceRefused) as e:  # a setting to change, found before anything was written
         raise UsageError(str(e)) from None
     except (Unreachable, NotReady) as e:
         raise CommandFailed(str(e)) from None
     except asyncio.CancelledError:
+        if read_only:
+            raise CommandFailed("interrupted; nothing was changed (it only reads)") from None
         raise CommandFailed("interrupted (re-running it is safe: it does what is left)") from None
     except Exception as e:
         if transient(e):  # a dependency failed past the retried calls: still one line
@@ -293,7 +297,7 @@ def cmd_replay_dead_letters(args: argparse.Namespace) -> int:
     selection = Selection(
         frozenset(args.kind or ()), args.partition, args.from_offset, args.to_offset, args.include_replayed
     )
-    report = _one_shot(settings, lambda: replay_dead_letters(settings, selection, args.apply))
+    report = _one_shot(settings, lambda: replay_dead_letters(settings, selection, args.apply), read_only=not args.apply)
     for kind, n in sorted(report.selected.items()):
         print(f"{kind}: {n}")
     for letter in report.unrecoverable:
@@ -404,8 +408,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     from worker.service.logs import configure_logging  # noqa: PLC0415
 
     settings = _worker_settings()
-    configure_logging(settings.log_level)
-    findings = _one_shot(settings, lambda: check(settings))
+    # Its verdict lines only: the clients' and the retries' log lines when asked for (--logs).
+    configure_logging(settings.log_level if args.logs else "critical")
+    findings = _one_shot(settings, lambda: check(settings), read_only=True)
     for finding in findings:
         print(finding.line())
     stopping = sum(f.stops for f in findings)
@@ -512,7 +517,7 @@ def cmd_records(args: argparse.Namespace) -> int:
                 await with_retry(records.set_layout, redis, prefix, args.layout)
             return await with_retry(records.layout, redis, prefix)
 
-    mode, bits = _one_shot(settings, command)
+    mode, bits = _one_shot(settings, command, read_only=args.layout is None)
     if mode is None:
         print("records: no worker of this release has written to the store yet", file=sys.stderr)
     else:
@@ -777,6 +782,9 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="preflight: topics, Redis, cmsgpack, eviction policy, durability; "
         "one line each, exit 1 only on a fatal failure; creates nothing",
+    )
+    check.add_argument(
+        "--logs", action="store_true", help="also the log lines (RATING_LOG_LEVEL) of the clients and the retries"
     )
     check.set_defaults(func=cmd_check)
 

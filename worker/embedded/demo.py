@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,6 +168,12 @@ def _render(
     return "\033[H\033[2J" + "\n".join(lines)
 
 
+def shell_settings(env: Mapping[str, str]) -> str:
+    """The stack's settings as one `export` line a shell takes (the workers' own, bar log and fetch tuning)."""
+    names = ("SYSTEM", "KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL", "PARTITIONS")
+    return "export " + " ".join(f"RATING_{name}={shlex.quote(env[f'RATING_{name}'])}" for name in names)
+
+
 async def demo(players: int, rate: float, workers: int, duration: float | None, system: str = registry.DEFAULT) -> int:
     """The demo of `system` until Ctrl-C or `duration`; its temporary folders (worker logs, Redis's
     files) are removed at exit, unless a worker failed (its log is kept, and named)."""
@@ -182,12 +190,20 @@ async def demo(players: int, rate: float, workers: int, duration: float | None, 
     keep = False
     try:
         # tansu holds a fetch to the end of its wait (see the setting): keep games moving.
-        env = worker_env(broker, redis, log_level="warning", kafka_fetch_max_wait_ms=TANSU_FETCH_WAIT_MS, system=system)
+        env = worker_env(
+            broker,
+            redis,
+            log_level="warning",
+            kafka_fetch_max_wait_ms=TANSU_FETCH_WAIT_MS,
+            system=system,
+            partitions=PARTITIONS,
+        )
         settings = WorkerSettings(
             kafka_bootstrap_servers=broker.bootstrap,
             redis_url=redis.url,
             metrics_port=0,
             system=system,  # a RATING_SYSTEM value, checked by the model
+            partitions=PARTITIONS,
         )
         await create_topics(
             broker.bootstrap,
@@ -199,14 +215,19 @@ async def demo(players: int, rate: float, workers: int, duration: float | None, 
         seed_file.write_text(sim.seed_csv())
         counts, _ = await import_ratings(settings, read_seed_file(seed_file, rules), force=False)
         processes = [start_worker(env, tmp / f"worker-{i}.log") for i in range(workers)]
-        header = (
-            f"rating demo ({system}): broker {broker.bootstrap}, redis {redis.url}, {workers} "
+        stop_how = "Ctrl-C stops everything" if duration is None else f"stops in {duration:g} s (or at Ctrl-C)"
+        first = (
+            f"demo ({system}): broker {broker.bootstrap}, redis {redis.url}, {workers} "
             f"worker{'s' if workers != 1 else ''}, {players} players ({counts['imported']} ratings seeded), "
-            f"worker logs in {tmp} (removed at exit)"
+            f"worker logs in {tmp} (removed at exit); {stop_how}"
         )
+        settings_line = (
+            f"its settings, for `rating-worker check` or any command in another shell: {shell_settings(env)}"
+        )
+        header = f"rating {first}\n{settings_line}"
         # Whatever the output: the terminal's view repeats it, a pipe gets it once.
         if not sys.stdout.isatty():
-            print(f"demo: {header.removeprefix(f'rating demo ({system}): ')}", flush=True)
+            print(f"{first}\ndemo: {settings_line}", flush=True)
         view = View()
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5)
         await producer.start()

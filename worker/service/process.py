@@ -47,9 +47,12 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def run_command(settings: WorkerSettings, command: Callable[[], Awaitable[T]]) -> T:
+def run_command(
+    settings: WorkerSettings, command: Callable[[], Awaitable[T]], announce: Callable[[str], None] | None = None
+) -> T:
     """Run a one-shot command: its retries give up after RATING_COMMAND_RETRY_SECONDS
-    (`retry.Unreachable`), and SIGTERM or SIGINT cancel it at once (asyncio.CancelledError)."""
+    (`retry.Unreachable`), and SIGTERM or SIGINT cancel it at once (asyncio.CancelledError).
+    `announce` is told, once per dependency, when the command starts waiting for it."""
 
     async def main() -> T:
         task = asyncio.current_task()
@@ -57,7 +60,7 @@ def run_command(settings: WorkerSettings, command: Callable[[], Awaitable[T]]) -
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, task.cancel)
-        with retry.policy(settings.command_retry_seconds, addresses(settings)):
+        with retry.policy(settings.command_retry_seconds, addresses(settings), announce=announce):
             return await command()
 
     return asyncio.run(main())

@@ -160,6 +160,9 @@ class Policy:
     give_up_after: float | None = None
     where: Mapping[str, str] = field(default_factory=dict)  # dependency -> "SETTING=address"
     failing: Failing | None = None
+    # A one-shot command's: told once per dependency, at its first failure, what it waits for.
+    announce: Callable[[str], None] | None = None
+    announced: set[str] = field(default_factory=set)
 
 
 _FOREVER = Policy()
@@ -167,9 +170,15 @@ _policy: ContextVar[Policy] = ContextVar("retry_policy", default=_FOREVER)
 
 
 @contextlib.contextmanager
-def policy(give_up_after: float | None, where: Mapping[str, str], failing: Failing | None = None) -> Iterator[None]:
-    """Retry under this policy inside the block (tasks created inside inherit it)."""
-    token = _policy.set(Policy(give_up_after, where, failing))
+def policy(
+    give_up_after: float | None,
+    where: Mapping[str, str],
+    failing: Failing | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> Iterator[None]:
+    """Retry under this policy inside the block (tasks created inside inherit it); `announce` is
+    given one line per dependency when a call to it first fails: what is awaited, for how long."""
+    token = _policy.set(Policy(give_up_after, where, failing, announce))
     try:
         yield
     finally:
@@ -214,6 +223,7 @@ async def _retrying(
                 if current.failing is not None:
                     current.failing.began(operation.dependency)
                     counted.append(True)
+                _announce(current, operation, e)
             failures += 1
             metrics.RETRIES.labels(operation.label, operation.dependency).inc()
             if isinstance(e, StoreUntrusted):
@@ -241,6 +251,14 @@ async def _retrying(
             if failures and operation.dependency == "redis":
                 metrics.STORE_UNTRUSTED.set(0)  # a Redis call went through: the store is trusted again
             return result
+
+
+def _announce(current: Policy, operation: Operation, error: BaseException) -> None:
+    if current.announce is None or operation.dependency in current.announced:
+        return
+    current.announced.add(operation.dependency)
+    bound = "until it answers" if current.give_up_after is None else f"up to {current.give_up_after:.0f} s"
+    current.announce(f"{_what(operation, error)}: waiting {bound} (RATING_COMMAND_RETRY_SECONDS)")
 
 
 def _what(operation: Operation, error: BaseException) -> str:
