@@ -257,7 +257,7 @@ def _announce(current: Policy, operation: Operation, error: BaseException) -> No
     if current.announce is None or operation.dependency in current.announced:
         return
     current.announced.add(operation.dependency)
-    bound = "until it answers" if current.give_up_after is None else f"up to {current.give_up_after:.0f} s"
+    bound = "until it answers" if current.give_up_after is None else f"up to {current.give_up_after:g} s"
     current.announce(f"{_what(operation, error)}: waiting {bound} (RATING_COMMAND_RETRY_SECONDS)")
 
 
