@@ -7,9 +7,12 @@ processes' of one run, summed).
 What a test used: its file, whether it is a property test (hypothesis) or of the fault suite
 (marker `faults`), and how many processes it started, by kind: workers (`rating-worker run`),
 other commands of the worker (`python -m worker ...`: `rate`, `import`, `restore`, ...), and the
-rest (redis-servers, brokers, promtool, node). A fixture's set-up is timed as pytest runs it:
-`broker` (a tansu start, once per module), `redis_server` (a redis-server start, each test).
-Nothing is measured, and nothing changes, when the variable is not set."""
+rest (redis-servers, brokers, promtool, node), and its CPU time (its process's, and that of the
+processes it started that ended and were waited for). A fixture's set-up is timed as pytest runs
+it: `broker` (a tansu start, once per module), `redis_server` (a redis-server start, each test).
+Nothing is measured when the variable is not set.
+
+It also orders the collection, always: the files of LONGEST_FIRST first (see there)."""
 
 import json
 import os
@@ -93,7 +96,7 @@ def cpu_seconds() -> float:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
     _started.clear()
-    cpu = cpu_seconds()
+    cpu = cpu_seconds() if os.environ.get(VARIABLE) else 0.0
     try:
         return (yield)
     finally:

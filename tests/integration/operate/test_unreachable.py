@@ -133,7 +133,7 @@ async def test_a_one_shot_command_gives_up_when_no_replica_acknowledges_its_writ
 
 
 def check_unreachable(retry: float, *options: str) -> subprocess.Popen[str]:
-    """`rating-worker check` with Kafka pointed where nothing listens, at the default log level."""
+    """`rating-worker check` with Kafka and Redis pointed where nothing listens, at the default log level."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")} | {
         "RATING_KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{free_port()}",
         "RATING_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",
