@@ -5,6 +5,7 @@ subprocess call cannot stall the traffic (the one loop a test may drive itself).
 """
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -17,16 +18,6 @@ def kafka_client_id(first: bytes) -> str:
         return ""
     size = int.from_bytes(first[12:14], "big", signed=True)
     return first[14 : 14 + max(size, 0)].decode(errors="replace")
-
-
-async def _shut(pending: set[asyncio.Task[object]]) -> None:
-    """The cancelled connections end, and the sockets their aborts closed are released: an
-    aborted transport closes its socket in a callback of the next iterations of the loop, so a
-    loop closed before them would leave the sockets to the garbage collector (a ResourceWarning,
-    an error under the suite's filterwarnings, in whichever later test the collector runs)."""
-    await asyncio.gather(*pending, return_exceptions=True)
-    for _ in range(3):
-        await asyncio.sleep(0)
 
 
 @dataclass
@@ -68,11 +59,7 @@ class Proxy:
             self.port = server.sockets[0].getsockname()[1]
             ready.set()
             self.loop.run_forever()
-            server.close()
-            pending = asyncio.all_tasks(self.loop)
-            for task in pending:
-                task.cancel()
-            self.loop.run_until_complete(_shut(pending))
+            self.loop.run_until_complete(self._close(server))
             self.loop.close()
 
         self.thread = threading.Thread(target=serve, name="fault-proxy", daemon=True)
@@ -94,9 +81,26 @@ class Proxy:
 
     def stop(self) -> None:
         if self.loop is not None and self.thread is not None:
-            self.loop.call_soon_threadsafe(self._reset_all, False)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(5)
+
+    async def _close(self, server: asyncio.Server) -> None:
+        """Every connection closed before the loop is: none is left to the garbage collector (a
+        ResourceWarning, an error under the suite's filterwarnings, in whichever later test the
+        collector runs). A connection accepted in the loop's last iterations has an accepting task
+        not started yet, which a cancel would end before it owns the socket: each gets its first
+        steps before anything is cancelled. An aborted transport closes its socket in a callback
+        of a later iteration, so a few more run before the loop closes."""
+        server.close()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        while pending := asyncio.all_tasks() - {asyncio.current_task()}:
+            self._reset_all(False)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            for _ in range(3):
+                await asyncio.sleep(0)
 
     def _reset_all(self, targeted_only: bool) -> None:
         for writer in list(self.open):
@@ -108,6 +112,10 @@ class Proxy:
         return True
 
     async def _connection(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.CancelledError):  # the proxy's stop: its loop ends next
+            await self._proxied(client_r, client_w)
+
+    async def _proxied(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         ends = [client_w]  # both ends are aborted however this ends, the proxy's stop included
         try:
             first = await client_r.read(65536)
