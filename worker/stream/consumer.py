@@ -166,7 +166,8 @@ class RatingConsumer:
         for tp in sorted(self.consumer.assignment()):
             if tp not in paused:
                 position = await self.consumer.position(tp)
-                starts[tp] = min(position, self.read_to.get(tp, self.committed.get(tp, position)))
+                handed = self.read_to[tp] if tp in self.read_to else await self.start_of(tp)
+                starts[tp] = min(position, handed)
         found = await unreadable.isolate(self.consumer, starts, self.batch_size)
         for tp, stuck in found.stuck.items():
             await self.pause(tp, stuck)
@@ -176,6 +177,18 @@ class RatingConsumer:
                 unreadable.one_line(error),
             )
         return found.records
+
+    async def start_of(self, tp: TopicPartition) -> int:
+        """Where this owner started reading `tp`: the offset its rebalance listener found, or, while
+        the listener has not found it yet (the client fetches meanwhile), the group's committed
+        offset, else the partition's first (the consumer starts at the earliest)."""
+        if tp in self.committed:
+            return self.committed[tp]
+        offset: int | None = await retrying(KAFKA_READ, self.consumer.committed, tp)
+        if offset is None:
+            firsts = await retrying(KAFKA_READ, self.consumer.beginning_offsets, [tp])
+            offset = int(firsts[tp])
+        return offset
 
     async def pause(self, tp: TopicPartition, stuck: unreadable.Stuck) -> None:
         """Stop fetching `tp` at the record the client cannot read, with one error line saying what
@@ -633,8 +646,12 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka is
         metrics.PARTITIONS_ASSIGNED.set(len(assigned))
         worker = self.consumer
         worker.health.assigned({tp.partition for tp in assigned}, time.monotonic())
-        # Another owner may have moved them on since we last held them: read them again.
+        # Another owner may have moved them on since we last held them: read them again (and
+        # where this owner starts them and has read them to, `RatingConsumer.start_of`).
         worker.watermarks = {tp: w for tp, w in worker.watermarks.items() if tp not in assigned}
+        for tp in assigned:
+            worker.committed.pop(tp, None)
+            worker.read_to.pop(tp, None)
         try:
             async with asyncio.timeout(ASSIGN_READ_SECONDS):
                 await worker.load_watermarks(assigned)

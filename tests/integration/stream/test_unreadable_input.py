@@ -21,12 +21,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.faults.proxy import Proxy
 from tests.support import prometheus
 from tests.support import records as game_records
 from tests.support.audit import audit, read_store
 from tests.support.batches import CODECS, NOT_UTF8, RawRecord, batch_codecs, produce_compressed, produce_raw_batch
 from tests.support.kafka import Record, read_topic
-from tests.support.stack import Stack
+from tests.support.stack import Stack, require_local
 from worker.embedded.stack import free_port
 from worker.systems.arena.traffic import ArenaSimulation
 
@@ -145,6 +146,42 @@ async def test_the_output_and_dead_letters_compressed_with_lz4_are_read_back(sta
     for topic, partitions in ((stack.ratings_topic, 2), (stack.dlq_topic, 1)):
         stored = [c for p in range(partitions) for c in await batch_codecs(stack.broker.bootstrap, topic, p)]
         assert stored and set(stored) == {CODECS["lz4"]}, f"{topic}: batches of codecs {stored}"
+
+
+async def test_a_fetch_failing_while_the_partitions_are_being_assigned_skips_none_of_the_others(stack: Stack) -> None:
+    """The first fetch fails at an unreadable record while the worker still takes its partitions
+    (Redis slowed: its rebalance listener still reads the watermarks and has not found where the
+    group starts). The failed call may have consumed other partitions' records without handing
+    them over: they are read again from where the group starts them, never skipped. (CI saw it:
+    partition 1's records were skipped, its start taken from the position the failed call left.)
+    The partitions come back from a fetch in a random order: with 12 of them, the unreadable one
+    is rarely the first."""
+    _, redis_server = require_local(stack)
+    partitions, per_partition = 12, 4
+    await stack.create_topics(games=partitions, ratings=2)
+    sim = stack.seeded_simulation(60, seed=62)
+    lines = list(sim.game_lines(6 + per_partition * (partitions - 1)))
+    bad = RawRecord(lines[3], b"bad-key", [(NOT_UTF8, b"v")])
+    bootstrap, topic = stack.broker.bootstrap, stack.games_topic
+    assert await produce_raw_batch(bootstrap, topic, 0, [RawRecord(v) for v in lines[:3]] + [bad]) == 0
+    others = lines[6:]
+    for p in range(1, partitions):
+        own = others[per_partition * (p - 1) : per_partition * p]
+        await asyncio.to_thread(produce_compressed, bootstrap, topic, p, own, "none")
+    proxy = Proxy(upstream_port=redis_server.port)
+    proxy.start()
+    try:
+        proxy.delay = 0.4  # each way: the listener's read of the watermarks takes a second or more
+        port = free_port()
+        stack.start_worker(metrics_port=port, redis_url=proxy.redis_url)
+        await wait_for(lambda: paused_at(port) == 3, stack, "the metric of the paused partition")
+        proxy.delay = 0
+        await wait_committed(stack, {0: 3, **{p: per_partition for p in range(1, partitions)}})
+    finally:
+        proxy.stop()
+    output = await read_topic(bootstrap, stack.ratings_topic, 1)
+    rated_once(stack, output, [*lines[:3], *others])
+    no_traceback(stack)
 
 
 async def test_a_header_key_that_is_not_utf8_pauses_its_partition_alone_until_an_operator_has_it_dead_lettered(
