@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import commands
 from worker.cli import _Formatter, build_parser
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args], capture_output=True, text=True, timeout=30, check=False
     )
 

@@ -7,6 +7,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from tests.support import commands
 from worker.docs import MASK, masked_url
 from worker.settings import WorkerSettings
 
@@ -15,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def run(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")} | variables
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args], env=env, capture_output=True, text=True, timeout=30, check=False
     )
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import commands
+
 pytestmark = pytest.mark.integration
 
 
@@ -100,7 +102,7 @@ def test_check_with_the_settings_the_demo_prints_finds_nothing_fatal_and_prints_
             "RATING_PARTITIONS",
         }
         env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")} | given
-        done = subprocess.run(
+        done = commands.run(
             [sys.executable, "-m", "worker", "check"], env=env, capture_output=True, text=True, timeout=90, check=False
         )
         assert done.returncode == 0, done.stdout + done.stderr

@@ -5,11 +5,11 @@ built-in system; and `--help` works whatever RATING_SYSTEM holds."""
 import argparse
 import os
 import re
-import subprocess
 import sys
 
 import pytest
 
+from tests.support import commands
 from worker.cli import build_parser
 from worker.systems.registry import BUILT_IN, BY_NAME
 
@@ -64,7 +64,7 @@ def test_help_works_with_a_rating_system_that_names_none(monkeypatch: pytest.Mon
             assert f"RATING_SYSTEM={value!r} names no rating system" in text, command
         assert not re.search(r"player_id,", text), command
     env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")} | {"RATING_SYSTEM": value}
-    done = subprocess.run(
+    done = commands.run(
         [sys.executable, "-m", "worker", "import", "--help"],
         env=env,
         capture_output=True,

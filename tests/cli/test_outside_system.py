@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import commands
 from tests.support.contract import VALID_GAME
 from tests.support.kafka import read_topic
 from tests.support.rate import REPO
@@ -121,7 +122,7 @@ async def test_a_worker_runs_the_outside_system_against_the_real_broker_and_redi
     seeds.write_text(SEEDS)
     prefix = "toy-flat-elo:"
     env = with_repo(stack.env(system=TOY, redis_key_prefix=prefix))
-    imported = subprocess.run([sys.executable, "-m", "worker", "import", str(seeds)], env=env, cwd=REPO,
+    imported = commands.run([sys.executable, "-m", "worker", "import", str(seeds)], env=env, cwd=REPO,
                               capture_output=True, timeout=120, check=False)  # fmt: skip
     assert imported.returncode == 0, imported.stderr.decode(errors="replace")
     lines = [json.dumps(g).encode() for g in GAMES]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import commands
 from worker.embedded.stack import free_port
 
 SEED = str(Path(__file__).resolve().parents[2] / "samples/seed.csv")
@@ -21,7 +22,7 @@ def rebuild(memory_mb: str) -> subprocess.CompletedProcess[str]:
         "RATING_COMMAND_RETRY_SECONDS": "0.5",
         "RATING_LOG_LEVEL": "error",
     }
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", "rebuild", "--seed", SEED, "--memory-mb", memory_mb],
         env=env,
         capture_output=True,

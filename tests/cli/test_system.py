@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from tests.support import commands
 from worker.engine.spec import SystemNames
 from worker.systems.registry import BY_NAME
 
@@ -16,7 +17,7 @@ NOWHERE = {"RATING_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9", "RATING_REDIS_URL": 
 
 def run(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")} | NOWHERE | variables
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args], env=env, capture_output=True, text=True, timeout=30, check=False
     )
 

@@ -1,10 +1,11 @@
 """A wrong setting stops `run` and `import` at start with one line naming it (status 2)."""
 
 import os
-import subprocess
 import sys
 
 import pytest
+
+from tests.support import commands
 
 PASSWORD = "hunter2"  # in every RATING_REDIS_URL below: the error must never repeat it
 
@@ -59,7 +60,7 @@ def test_a_wrong_setting_fails_at_start_with_one_line_naming_it(
     env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")}
     env[variable] = value
     env.update(extra)
-    done = subprocess.run(
+    done = commands.run(
         [sys.executable, "-m", "worker", *command], env=env, capture_output=True, timeout=30, check=False
     )
     assert done.returncode == 2, done.stderr

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from tests.support import commands
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -33,4 +35,4 @@ def rate(
     """`rate_command`'s process, given `stdin` (for the games file `-`; None: none), run to its end
     (within `timeout` seconds): its status, stdout and stderr."""
     argv, env = rate_command(args, system, settings)
-    return subprocess.run(argv, input=stdin, capture_output=True, cwd=REPO, env=env, timeout=timeout, check=False)
+    return commands.run(argv, input=stdin, capture_output=True, cwd=REPO, env=env, timeout=timeout, check=False)

@@ -18,6 +18,7 @@ from typing import cast
 import pytest
 from redis import Redis as SyncRedis
 
+from tests.support import commands
 from tests.support.backends import KafkaService, RedisService
 from tests.support.kafka import committed, ends, produce, read_topic
 from tests.support.processes import Processes
@@ -91,7 +92,7 @@ class Stack:
     def import_seed(
         self, seed: Path, *args: str, code: Path | None = None, **settings: object
     ) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
+        return commands.run(
             [sys.executable, "-m", "worker", "import", str(seed), *args],
             env=self.env(**settings),
             capture_output=True,

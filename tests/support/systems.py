@@ -2,13 +2,13 @@
 same input replayed offline by `rating-worker rate`, and events grouped by rating."""
 
 import json
-import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.support import commands
 from tests.support.audit import read_store
 from tests.support.rate import rate as rate_process
 from tests.support.stack import Stack
@@ -74,7 +74,7 @@ def wipe_and_restore(stack: Stack, system: str, lines: list[bytes], at_least: in
     lost = list(r.scan_iter(f"{keys.state_key(BY_NAME[system].names.redis_key_prefix, '')}*"))
     assert len(lost) == len(before) > at_least
     r.delete(*lost)
-    done = subprocess.run(
+    done = commands.run(
         [sys.executable, "-m", "worker", "restore"],
         env=stack.env(system=system),
         capture_output=True,

@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from tests.support import commands
+
 VARIABLE = "RATING_TEST_TIMINGS"
 # The slowest test files of the parallel phase, slowest first (the report's "By file", 2026-12-05).
 # The parallel processes take a file at a time in collection order (`--dist loadfile`), so these
@@ -88,19 +90,23 @@ def pytest_fixture_setup(
 
 
 def cpu_seconds() -> float:
-    """The CPU time (user + system) of this process and of its children that ended and were waited for."""
+    """The CPU time (user + system) of this process, of its children that ended and were waited for,
+    and of the commands the fork server ran for it (`tests.support.commands`)."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + commands.stats["cpu"]
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
     _started.clear()
     cpu = cpu_seconds() if os.environ.get(VARIABLE) else 0.0
+    forked = commands.stats["started"]
     try:
         return (yield)
     finally:
         if os.environ.get(VARIABLE) and item.nodeid in _tests:
+            if commands.stats["started"] > forked:  # forked by the server, not started here
+                _started["worker command"] += int(commands.stats["started"] - forked)
             _tests[item.nodeid]["started"] = dict(_started)
             _tests[item.nodeid]["cpu"] = cpu_seconds() - cpu
 

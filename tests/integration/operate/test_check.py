@@ -2,13 +2,13 @@
 wrongly in each way it names: one line per check on stdout (ok, failed, unknown), status 1 only
 when a fatal check failed, and nothing created."""
 
-import subprocess
 import sys
 from dataclasses import dataclass
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from tests.support import commands
 from tests.support.stack import Stack
 from worker.embedded.stack import free_port
 
@@ -35,14 +35,14 @@ class Checked:
 
 def run_check(stack: Stack, **settings: object) -> Checked:
     env = stack.env(partitions=PARTITIONS, log_level="error", command_retry_seconds=2, **settings)
-    done = subprocess.run(
+    done = commands.run(
         [sys.executable, "-m", "worker", "check"], env=env, capture_output=True, text=True, timeout=60, check=False
     )
     return Checked(done.returncode, done.stdout.splitlines(), done.stderr)
 
 
 def create_with_the_command(stack: Stack) -> None:
-    done = subprocess.run(
+    done = commands.run(
         [sys.executable, "-m", "worker", "topics", "--replication", "1"],
         env=stack.env(partitions=PARTITIONS),
         capture_output=True,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
+from tests.support import commands
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from worker.operate.redis_ops import read_states
@@ -28,7 +29,7 @@ CATEGORIES = ("rapid", "blitz", "bullet")
 
 
 def run(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args],
         env=stack.env(log_level="error"),
         capture_output=True,

@@ -19,6 +19,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from schemas.rating_changed_v2 import Glicko2RatingChanged
+from tests.support import commands
 from tests.support.contract import VALID_GAME
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
@@ -46,7 +47,7 @@ BOB_BLITZ = GlickoState(Hundredths(140000), Hundredths(15000), glicko2.Nanos(65_
 
 
 def run(stack: Stack, *args: str, **settings: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args],
         env=stack.env(log_level="error", command_retry_seconds=5, **{**G2, **settings}),
         capture_output=True,
@@ -130,7 +131,7 @@ async def test_topics_makes_what_is_missing_beside_the_shared_input_topic_and_ch
 
 def test_config_shows_glicko2s_names() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RATING_")}
-    done = subprocess.run(
+    done = commands.run(
         [sys.executable, "-m", "worker", "config"],
         env=env | {"RATING_SYSTEM": "glicko2", "RATING_FUTURE_ALLOWANCE_SECONDS": "600"},
         capture_output=True,

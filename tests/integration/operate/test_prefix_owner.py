@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.support import commands
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from worker.embedded.traffic import traffic
@@ -27,7 +28,7 @@ REFUSED = (
 
 
 def run(stack: Stack, *args: str, **settings: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args],
         env=stack.env(log_level="error", command_retry_seconds=5, **settings),
         capture_output=True,
@@ -198,7 +199,7 @@ async def test_every_command_refuses_a_prefix_nesting_with_another_deployments(s
     for (command, settings, line), (status, stderr) in zip(runs, done, strict=True):
         assert (status, stderr) == (2, line), (settings, command)
     assert snapshot(r) == before  # nothing written, cleared or claimed
-    checked = subprocess.run(
+    checked = commands.run(
         [sys.executable, "-m", "worker", "check"],
         env=stack.env(log_level="error", command_retry_seconds=5, redis_key_prefix="prod:g"),
         capture_output=True,

@@ -17,6 +17,7 @@ import redis
 from redis.asyncio import Redis as AsyncRedis
 
 from schemas.game_finished import GameFinished
+from tests.support import commands
 from tests.support.kafka import read_topic
 from tests.support.rate import rate
 from tests.support.stack import Stack
@@ -46,7 +47,7 @@ async def stack(stack: Stack) -> Stack:
 
 
 def command(stack: Stack, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args], env=stack.env(), capture_output=True, timeout=120, check=False
     )
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from tests.support import commands
 from tests.support.kafka import Record, read_topic
 from tests.support.rate import rate
 from tests.support.stack import Stack
@@ -54,7 +55,7 @@ def game(event_id: str, game_id: str, finished_at: str, result: str = "1-0", **e
 
 
 def command(stack: Stack, system: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args],
         env=stack.env(system=system, log_level="error", command_retry_seconds=5),
         capture_output=True,

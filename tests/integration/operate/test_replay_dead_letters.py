@@ -8,7 +8,6 @@ contract says, and says so."""
 
 import json
 import signal
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from tests.support import commands
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 
@@ -33,7 +33,7 @@ class Ran:
 
 
 def replay(stack: Stack, *args: str, **settings: object) -> Ran:
-    done = subprocess.run(
+    done = commands.run(
         [sys.executable, "-m", "worker", "replay-dead-letters", *args],
         env=stack.env(log_level="error", **settings),
         capture_output=True,

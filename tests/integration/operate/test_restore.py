@@ -10,7 +10,7 @@ import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
 
-from tests.support import records
+from tests.support import commands, records
 from tests.support.audit import audit
 from tests.support.games import ENGINE
 from tests.support.kafka import Record, produce, read_topic
@@ -36,7 +36,7 @@ def states(r: redis.Redis) -> dict[bytes, bytes]:
 
 
 def restore(stack: Stack, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", "restore", *args],
         env=stack.env(),
         capture_output=True,

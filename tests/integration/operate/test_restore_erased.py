@@ -2,7 +2,6 @@
 at seq 1 is restored; any other event of that key (a late copy of an event of the erased rating)
 is set aside, counted with its reason and its key in the report."""
 
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ import pytest
 import redis
 
 from schemas.game_finished import GameFinished
+from tests.support import commands
 from tests.support.games import ENGINE, make_game, rating, seed_write
 from tests.support.kafka import produce, read_topic
 from tests.support.stack import Stack
@@ -76,7 +76,7 @@ async def restored_from(stack: Stack, records: Sequence[tuple[bytes, bytes | Non
     for key, value in records:  # one at a time: each is acknowledged before the next is sent
         await produce(stack.broker.bootstrap, stack.ratings_topic, [value], [key])  # type: ignore[list-item]
     assert len(await read_topic(stack.broker.bootstrap, stack.ratings_topic, len(records), idle=0.3)) == len(records)
-    done = subprocess.run(
+    done = commands.run(
         [sys.executable, "-m", "worker", "restore"], env=stack.env(), capture_output=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr

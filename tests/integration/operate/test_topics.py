@@ -1,11 +1,11 @@
 """`rating-worker topics` creates the three topics with their settings."""
 
-import subprocess
 import sys
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 
+from tests.support import commands
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.integration
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 async def test_topics_are_created_once_with_their_partitions(stack: Stack) -> None:
     env = stack.env()
     for expected in (b"created games-", b"none (all exist)"):
-        done = subprocess.run(
+        done = commands.run(
             [sys.executable, "-m", "worker", "topics", "--partitions", "6", "--replication", "1"],
             env=env,
             capture_output=True,

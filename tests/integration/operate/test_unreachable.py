@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import commands
 from tests.support.stack import Stack
 from worker.embedded.stack import free_port
 
@@ -79,7 +80,7 @@ def run(stack: Stack, missing: str, args: tuple[str, ...]) -> Run:
         address = f"Redis unreachable (RATING_REDIS_URL -> 127.0.0.1:{port})"
         env = stack.env(redis_url=f"redis://127.0.0.1:{port}/0", command_retry_seconds=RETRY, log_level="error")
     started = time.monotonic()
-    done = subprocess.run(
+    done = commands.run(
         [sys.executable, "-m", "worker", *args], env=env, capture_output=True, timeout=BOUND + 30, check=False
     )
     took = time.monotonic() - started
@@ -118,7 +119,7 @@ async def test_a_one_shot_command_gives_up_when_no_replica_acknowledges_its_writ
     exits with one line naming the setting (it used to wait for ever)."""
     await stack.create_topics()
     started = time.monotonic()
-    done = subprocess.run(
+    done = commands.run(
         [sys.executable, "-m", "worker", "import", SEED],
         env=stack.env(redis_wait_replicas=1, redis_wait_timeout_ms=100, command_retry_seconds=RETRY, log_level="error"),
         capture_output=True,

@@ -16,6 +16,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from schemas.rating_changed_v2 import CcRatingChanged
+from tests.support import commands
 from tests.support.contract import VALID_GAME
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
@@ -28,7 +29,7 @@ SEED_ROWS = "player_id,category,rating,rated_games\nann,correspondence,1600.00,4
 
 
 def run(stack: Stack, *args: str, **settings: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args],
         env=stack.env(log_level="error", command_retry_seconds=5, **{**CC, **settings}),
         capture_output=True,

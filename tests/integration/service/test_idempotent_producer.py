@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import commands
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.integration
@@ -17,7 +18,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def run(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args],
         env=stack.env(log_level="error", kafka_idempotent_producer=True, command_retry_seconds=30),
         capture_output=True,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import commands
 from tests.support.audit import check_everything
 from tests.support.games import keyed
 from tests.support.stack import Stack
@@ -94,7 +95,7 @@ async def test_old_and_new_workers_in_one_group_apply_no_game_twice(stack: Stack
     # After it: the earlier release gone, the legacy writes stopped, every game again.
     old.send_signal(signal.SIGTERM)
     assert old.wait(timeout=30) == 0
-    flipped = subprocess.run(
+    flipped = commands.run(
         [sys.executable, "-m", "worker", "records", "compact"],
         env=stack.env(),
         capture_output=True,

@@ -23,6 +23,7 @@ import time
 
 import pytest
 
+from tests.support import commands
 from tests.support.audit import audit, check_everything, read_store
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
@@ -46,7 +47,7 @@ def arena_names(stack: Stack) -> dict[str, object]:
 
 
 def command(stack: Stack, *args: str, **settings: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args],
         env=stack.env(log_level="error", command_retry_seconds=5, **settings),
         capture_output=True,
@@ -155,8 +156,8 @@ async def test_an_arena_and_a_glicko2_deployment_on_one_input_topic_keep_to_thei
         (glicko2 | {"redis_key_prefix": "arena-own:"}, glicko2_commands, owner_line("arena-own:", "arena", "glicko2")),
         (arena | {"redis_key_prefix": "g2-own:"}, arena_commands, owner_line("g2-own:", "glicko2", "arena")),
     ]
-    for settings, commands, refused in cases:
-        for args in commands:
+    for settings, each, refused in cases:
+        for args in each:
             done = command(stack, *args, **settings)
             assert (done.returncode, done.stderr, done.stdout) == (2, refused, ""), (settings, args)
     # The settings check needs no Redis at all: the same line with none to be asked.

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.faults.proxy import Proxy
-from tests.support import prometheus
+from tests.support import commands, prometheus
 from tests.support import records as game_records
 from tests.support.audit import audit, read_store
 from tests.support.batches import CODECS, NOT_UTF8, RawRecord, batch_codecs, produce_compressed, produce_raw_batch
@@ -37,7 +37,7 @@ PAUSED = "rating_partition_paused_at_offset"
 
 
 def command(stack: Stack, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return commands.run(
         [sys.executable, "-m", "worker", *args],
         env=stack.env(),
         capture_output=True,
