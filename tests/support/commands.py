@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -65,6 +66,7 @@ class _Server:
             self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _servers: list[_Server] = []  # this process's, started on first use (again if it ended)
