@@ -1,11 +1,14 @@
 """The fork server runs a worker command as `python -m worker` does: the same status, stdout and
 stderr, for its arguments, environment, working directory and stdin; a timeout kills it; what it
-cannot run the same (other `PYTHON*` variables, another checkout) runs as a plain subprocess."""
+cannot run the same (other `PYTHON*` variables, another checkout) runs as a plain subprocess; a
+worker it started is handled as a child process is."""
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -86,3 +89,42 @@ def test_what_the_server_cannot_run_the_same_runs_as_a_subprocess(tmp_path: Path
     elsewhere = commands.run([*WORKER, "config"], env=environment(), capture_output=True, timeout=60, cwd=tmp_path)
     assert (elsewhere.returncode, elsewhere.stdout) == (7, b"another checkout\n")
     assert commands.stats["started"] == started, "the fork server ran them"
+
+
+def test_a_started_worker_is_a_process_with_its_pid_signals_and_status(tmp_path: Path) -> None:
+    """A worker's `run` forked by the server is handled as the `Popen` of a child: it runs until
+    signalled, `poll` and `wait` see it end, SIGTERM stops it with the status a fresh interpreter's
+    worker gives, SIGKILL gives -9. (Kafka and Redis unreachable: it waits for them, logging.)"""
+    env = environment(
+        RATING_KAFKA_BOOTSTRAP_SERVERS=f"127.0.0.1:{free_port()}", RATING_REDIS_URL=f"redis://127.0.0.1:{free_port()}/0"
+    )
+    statuses = []
+    for forked in (True, False):
+        log = tmp_path / f"worker-{forked}.log"
+        workers = commands.stats["workers"]
+        with log.open("ab") as out:
+            if forked:
+                worker = commands.start([*WORKER, "run"], env=env, output=out.fileno())
+            else:
+                worker = subprocess.Popen([*WORKER, "run"], env=env, stdout=out, stderr=out, start_new_session=True)
+        try:
+            assert isinstance(worker, commands.Forked) == forked
+            assert commands.stats["workers"] == workers + forked
+            assert worker.poll() is None
+            with pytest.raises(subprocess.TimeoutExpired):
+                worker.wait(timeout=0.2)
+            deadline = time.monotonic() + 30
+            while b"unreachable" not in log.read_bytes():
+                assert time.monotonic() < deadline and worker.poll() is None, log.read_text()
+                time.sleep(0.1)
+            worker.send_signal(signal.SIGTERM)
+            statuses.append(worker.wait(timeout=30))
+            assert worker.poll() == statuses[-1]
+        finally:
+            worker.kill()
+            worker.wait()
+    assert statuses[0] == statuses[1], statuses
+    with (tmp_path / "killed.log").open("ab") as out:
+        killed = commands.start([*WORKER, "run"], env=env, output=out.fileno())
+    killed.kill()
+    assert killed.wait(timeout=30) == -signal.SIGKILL

@@ -1,5 +1,6 @@
-"""A fork server for the worker's one-shot commands: `python -m worker ARGS` run to its end, as a
-process of its own, without paying for a Python start and the worker's imports each time.
+"""A fork server for the worker's commands: `python -m worker ARGS` (a one-shot command, or a
+worker's `run`) as a process of its own, without paying for a Python start and the worker's
+imports each time.
 
 A Python start and the worker's imports cost 0.3-0.5 s of CPU, a command's own work after them
 often a tenth of that, and the tests run hundreds of commands (docs/development.md, "The test
@@ -9,8 +10,8 @@ forks for each command: the command still runs in a process of its own, from `wo
 with its arguments, environment, working directory, stdin, stdout and stderr, its exit status
 what `python -m worker` gives (`sys.exit(main())`, an uncaught exception's traceback and status
 1). What differs from a fresh interpreter is only what an interpreter reads at its start: the
-server is started in the test process's environment, and a command whose `PYTHON*` variables
-differ from it runs as a plain subprocess (`tests.support.commands`).
+server is started in the test process's environment, and a command whose `PYTHON*` or locale
+variables differ from it runs as a plain subprocess (`tests.support.commands`).
 
 Per command, the server forks a waiter, and the waiter forks the command: the waiter sends the
 command's pid (for a timeout's kill), waits for it and sends its status and CPU time. The server
@@ -27,6 +28,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import traceback
 from typing import Any
 
@@ -100,6 +102,8 @@ def wait_for_command(conn: socket.socket) -> None:
 
 def run_command(request: dict[str, Any], fds: list[int]) -> None:
     """In the command's process: `python -m worker ARGS`'s end, as the interpreter would give it."""
+    if request.get("session"):
+        os.setsid()  # as Popen's start_new_session (the workers': a Ctrl-C of the tests is not theirs)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -115,7 +119,10 @@ def run_command(request: dict[str, Any], fds: list[int]) -> None:
     except BaseException:  # as the interpreter: the traceback on stderr, status 1
         traceback.print_exc()
     try:
-        atexit._run_exitfuncs()  # as at the interpreter's end (logging's shutdown among them)
+        # As at the interpreter's end: its threads that are no daemons joined, then the exit
+        # functions (logging's shutdown among them).
+        getattr(threading, "_shutdown", lambda: None)()
+        atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
     finally:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support import commands
 from worker.embedded.stack import Broker, RedisServer, free_port
 
 # Starts of a server on a free port before giving up (another test process may take the port first).
@@ -122,18 +123,12 @@ class Processes:
         return server
 
     def worker(self, env: Mapping[str, str], log: Path, code: Path | None = None) -> subprocess.Popen[bytes]:
-        """`rating-worker run`, its output appended to `log`: the command of `worker.embedded.stack.start_worker`,
-        which leaves its handle of the log open in this process (a ResourceWarning when collected).
-        `code`: the checkout whose `worker` package runs (`python -m` finds it first in its working directory)."""
+        """`rating-worker run`, its output appended to `log`: the command of `worker.embedded.stack.start_worker`
+        (which leaves its handle of the log open in this process: a ResourceWarning when collected), forked
+        by the fork server (`tests.support.commands.start`). `code`: the checkout whose `worker` package
+        runs (`python -m` finds it first in its working directory; another checkout's runs as a subprocess)."""
         with log.open("ab") as out:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "worker", "run"],
-                env=dict(env),
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-                cwd=code,
-            )
+            process = commands.start([sys.executable, "-m", "worker", "run"], env=env, output=out.fileno(), cwd=code)
         return self.register("worker", process)
 
     def popen(self, what: str, args: list[str], **options: object) -> subprocess.Popen[bytes]:

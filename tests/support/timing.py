@@ -100,13 +100,14 @@ def cpu_seconds() -> float:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
     _started.clear()
     cpu = cpu_seconds() if os.environ.get(VARIABLE) else 0.0
-    forked = commands.stats["started"]
+    forked = dict(commands.stats)
     try:
         return (yield)
     finally:
         if os.environ.get(VARIABLE) and item.nodeid in _tests:
-            if commands.stats["started"] > forked:  # forked by the server, not started here
-                _started["worker command"] += int(commands.stats["started"] - forked)
+            for kind, counter in (("worker command", "started"), ("worker run", "workers")):
+                if commands.stats[counter] > forked[counter]:  # forked by the server, not started here
+                    _started[kind] += int(commands.stats[counter] - forked[counter])
             _tests[item.nodeid]["started"] = dict(_started)
             _tests[item.nodeid]["cpu"] = cpu_seconds() - cpu
 
