@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,8 +19,7 @@ pytestmark = pytest.mark.skipif(
     os.environ.get(commands.VARIABLE) == "0", reason="RATING_TEST_FORKSERVER=0: every command runs as a subprocess"
 )
 
-WORKER = [sys.executable, "-m", "worker"]
-REPO = Path(__file__).resolve().parents[2]
+WORKER = commands.WORKER
 
 
 def environment(**settings: str) -> dict[str, str]:
@@ -34,11 +32,11 @@ def both(args: list[str], env: dict[str, str], **options: object) -> tuple[objec
     forked = commands.run([*WORKER, *args], env=env, capture_output=True, timeout=60, **options)  # type: ignore[arg-type]
     assert commands.stats["started"] == started + 1, "not run by the fork server"
     fresh = subprocess.run([*WORKER, *args], env=env, capture_output=True, timeout=60, check=False, **options)  # type: ignore[call-overload]
-    return (forked.returncode, forked.stdout, timeless(forked.stderr)), (
-        fresh.returncode,
-        fresh.stdout,
-        timeless(fresh.stderr),
-    )
+    return outcome(forked), outcome(fresh)
+
+
+def outcome(done: "subprocess.CompletedProcess[bytes]") -> tuple[int, bytes, bytes]:
+    return done.returncode, done.stdout, timeless(done.stderr)
 
 
 def timeless(stderr: bytes) -> bytes:
@@ -81,7 +79,8 @@ def test_a_command_past_its_timeout_is_killed() -> None:
 
 def test_what_the_server_cannot_run_the_same_runs_as_a_subprocess(tmp_path: Path) -> None:
     started = commands.stats["started"]
-    other = environment(PYTHONHASHSEED="1234") if os.environ.get("PYTHONHASHSEED") != "1234" else environment()
+    seed = "4321" if os.environ.get("PYTHONHASHSEED") == "1234" else "1234"  # not the test process's
+    other = environment(PYTHONHASHSEED=seed)
     done = commands.run([*WORKER, "config"], env=other, capture_output=True, timeout=60)
     assert done.returncode == 0
     (tmp_path / "worker").mkdir()  # another checkout's package: python -m worker there imports it

@@ -73,17 +73,20 @@ def serve(path: str) -> None:
 
 
 def receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """A request: its length and the command's stdin, stdout and stderr, then its JSON."""
     data, fds, _, _ = socket.recv_fds(conn, HEADER.size, FDS)
-    while len(data) < HEADER.size:
-        data += conn.recv(HEADER.size - len(data))
-    (size,) = HEADER.unpack(data)
-    body = b""
-    while len(body) < size:
-        chunk = conn.recv(size - len(body))
+    (size,) = HEADER.unpack(exactly(conn, HEADER.size, data))
+    return json.loads(exactly(conn, size)), list(fds)
+
+
+def exactly(conn: socket.socket, size: int, data: bytes = b"") -> bytes:
+    """`data` read on to `size` bytes."""
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
         if not chunk:
             raise EOFError("the request ended early")
-        body += chunk
-    return json.loads(body), list(fds)
+        data += chunk
+    return data
 
 
 def wait_for_command(conn: socket.socket) -> None:
