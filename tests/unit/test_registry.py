@@ -38,7 +38,9 @@ def test_the_built_in_systems_are_the_contracts_five_each_with_its_parts() -> No
         assert spec.contract.version == (1 if spec.name == "arena" else 2)  # the contract's table
         assert spec.published
     assert {spec.name for spec in BUILT_IN if spec.periodic} == {"fide", "tornelo"}
-    assert {spec.name for spec in BUILT_IN if not spec.served} == {"fide", "tornelo"}  # offline in this release
+    assert {spec.name for spec in BUILT_IN if not spec.served} == {"tornelo"}  # offline in this release
+    # A served per-period system keeps its calendar in the store: it has a codec for it.
+    assert {spec.name for spec in BUILT_IN if spec.calendar_codec is not None} == {"fide"}
 
 
 def test_a_system_is_found_by_its_name_or_loaded_by_its_import_path() -> None:

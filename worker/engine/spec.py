@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from worker.engine.events import Published, RatingEvent
 from worker.rules.interface import RatingSystem, S
-from worker.rules.period_interface import PeriodSystem
+from worker.rules.period_interface import Calendar, PeriodSystem
 
 T = TypeVar("T")  # a state, as the store sees it (`worker.store.protocol.Versioned`)
 
@@ -32,6 +32,15 @@ class StateCodec(Protocol[T]):
     def encode(self, state: T) -> bytes: ...
 
     def decode(self, value: bytes) -> T: ...
+
+
+class CalendarCodec(Protocol):
+    """How a per-period system's calendar (what is closed: `worker.rules.period_interface`) is kept
+    in the store as one value, beside the states (`worker.store.keys.PERIODS`)."""
+
+    def encode(self, calendar: Calendar) -> bytes: ...
+
+    def decode(self, value: bytes) -> Calendar: ...  # b"": the opening calendar (nothing closed)
 
 
 # The platform's topic of finished games: every system's input but `uscf-cc`'s.
@@ -103,11 +112,15 @@ class SystemSpec(Generic[S]):
     configure: Callable[[Mapping[str, Any]], RatingSystem[S]] | None = None
     # The system's own problems with a deployment's names, one line each (uscf-cc: not the live games).
     name_check: Callable[[SystemNames], list[str]] | None = None
+    # A per-period system served by the workers: how the store keeps its calendar.
+    calendar_codec: CalendarCodec | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.rules, PeriodSystem) != self.periodic:
             what = "are not" if self.periodic else "are"
             raise TypeError(f"system {self.name}: periodic={self.periodic}, but its rules {what} a PeriodSystem")
+        if self.periodic and self.served and self.calendar_codec is None:
+            raise TypeError(f"system {self.name}: served per period, but it has no calendar codec")
         if self.rules.name != self.name:
             raise TypeError(f"system {self.name}: its rules are named {self.rules.name}")
 

@@ -43,7 +43,7 @@ async def close_period(
     await finish_close(engine, store, emit)
     marked = engine.marks(backend.calendar, period, frozenset(backend.index))
     for i, month in enumerate(marked):
-        backend.calendar = engine.marked(backend.calendar, month)
+        backend.mark(engine.marked(backend.calendar, month))
         backend.closing = month
         if take is not None and i == len(marked) - 1:
             keys = engine.close_order(backend.index.get(month, ()))

@@ -62,6 +62,7 @@ class MemoryBackend(Generic[S]):
         self.clock = clock
         self.keep_outboxes = keep_outboxes
         self.calendar = calendar  # a per-period system's: what is closed
+        self.calendar_version = 0  # how many marks the calendar has had (`mark` raises it)
         self.pending = pending  # a per-period system's: the periods a state has recorded games of
         self.index: dict[str, set[str]] = {}  # period -> the ratings with recorded games of it
         self.closing: str | None = None  # a per-period system's period marked whose close is not finished
@@ -70,6 +71,12 @@ class MemoryBackend(Generic[S]):
         self.outboxes: dict[str, list[bytes]] = {}
         self.leases: dict[str, tuple[str, float]] = {}  # rating -> (token, expires at)
         self.marks: dict[tuple[str, int], int] = {}
+
+    def mark(self, calendar: Calendar) -> None:
+        """The calendar once a period is marked closed: a batch computed with the one before
+        applies nothing (as in Redis)."""
+        self.calendar = calendar
+        self.calendar_version += 1
 
     def state(self, rating: str) -> S:
         """A rating's state (the unseen state if it has none)."""
@@ -113,19 +120,25 @@ class MemoryStore(Generic[S]):
             recorded = games.get(game_key)
             if recorded is not None:
                 records[game_id] = _digest(recorded)
-        return Snapshot(states, unconfirmed, records, b.calendar)
+        version = None if b.pending is None else b.calendar_version
+        return Snapshot(states, unconfirmed, records, b.calendar, version)
 
     async def apply(
-        self, items: Sequence[Write[S]], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
+        self,
+        items: Sequence[Write[S]],
+        flush: Iterable[str] = (),
+        marks: Sequence[Watermark] = (),
+        calendar_version: int | None = None,
     ) -> tuple[list[bool], Claimed]:
         b = self.backend
+        moved = calendar_version is not None and calendar_version != b.calendar_version
         states, games, unseen, keep, pending, index = b.states, b.games, b.unseen, b.keep_outboxes, b.pending, b.index
         keyed = self._keys
         tainted: set[str] = set()
         touched: dict[str, None] = {}  # in the order first touched
         results = []
         for item in items:
-            ok = True
+            ok = not moved  # a period was marked closed since the items were computed
             for r, seq in item.reads:
                 if r in tainted or states.get(r, unseen).seq != seq:
                     ok = False

@@ -82,6 +82,11 @@ class PeriodSystem(RatingSystem[S], Protocol[S, C]):
         other ratings' states, for `fide`'s held games)."""
         ...
 
+    def opponents(self, state: S, period: str) -> tuple[str, ...]:
+        """The players whose states the close of `period` reads for this rating (`fide`: the
+        opponents of its held games of `period`; `close`'s `lookup` is asked for no other)."""
+        ...
+
     def seedable(self, state: S) -> bool:
         """Whether a seeding row may replace this state (`fide`: not while it has games not yet
         closed, forced or not: they were counted with its list rating)."""

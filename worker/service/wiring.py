@@ -101,6 +101,7 @@ async def pipeline_for(
         await start_producer(producer, settings)
         await retrying(REDIS_CONNECT, redis.ping)
         await own_prefix(redis, settings.redis_key_prefix, settings.spec().name, write=True)
+        periods = settings.spec().periods
         store: RedisStore[Any] = RedisStore(
             redis,
             settings.redis_key_prefix,
@@ -110,6 +111,8 @@ async def pipeline_for(
             settings.redis_wait_replicas,
             settings.redis_wait_timeout_ms,
             codec=settings.spec().codec,
+            pending=None if periods is None else periods.pending,
+            calendar_codec=settings.spec().calendar_codec,
         )
         engine = Engine(settings.spec(), Points(settings.training_rating))
         publisher = Publisher(producer, settings.topic_ratings, settings.producer_delivery_timeout_seconds)

@@ -34,6 +34,17 @@ SEEN = "seen:"
 # `rating-worker dead-letter-unreadable`), replaced by the worker's `done {offset}: {what it did}`
 # (expires after a day), which the command reads and removes (see worker.stream.unreadable)
 UNREADABLE = "unreadable:"
+# A per-period system's closes (see worker.operate.close_period):
+# {prefix}periods -> hash: `calendar` (what is closed: fide the latest closed month L, encoded by the
+# system's calendar codec), `marks` (how many marks were made: a batch that read another count is
+# computed again), `closing` (the period marked whose index is not empty yet), `closed_at` (unix
+# seconds of the last close finished) and the last close's outcome and durations, for the metrics
+PERIODS = "periods"
+# {prefix}i:{period} -> set: the ratings with recorded games of the period (added to by the apply that
+# records a game; a rating leaves it once its close event is acknowledged)
+INDEX = "i:"
+# {prefix}indexed -> set: the periods that have an index
+INDEXED = "indexed"
 
 
 def state_key(prefix: str, rating: str) -> str:
@@ -70,3 +81,15 @@ def system_key(prefix: str) -> str:
 
 def unreadable_key(prefix: str, topic: str, partition: int) -> str:
     return f"{prefix}{UNREADABLE}{topic}:{partition}"
+
+
+def periods_key(prefix: str) -> str:
+    return f"{prefix}{PERIODS}"
+
+
+def index_key(prefix: str, period: str) -> str:
+    return f"{prefix}{INDEX}{period}"
+
+
+def indexed_key(prefix: str) -> str:
+    return f"{prefix}{INDEXED}"

@@ -39,12 +39,14 @@ S_co = TypeVar("S_co", bound=Versioned, covariant=True)
 class Snapshot(Generic[S]):
     """What a batch read: states (the system's unseen state when absent), outbox lengths, game
     records (facts digests), and, for a per-period system, its calendar (what is closed; None
-    for the others)."""
+    for the others) and the calendar's version (`calendar_version`: how many marks it has had),
+    which the apply checks like a state's seq."""
 
     states: dict[str, S]
     unconfirmed: dict[str, int]
     records: dict[str, bytes]
     calendar: Calendar = None
+    calendar_version: int | None = None
 
 
 class Effect(Protocol[S_co]):
@@ -102,10 +104,17 @@ class StateStore(Protocol[S]):
         ...
 
     async def apply(
-        self, items: Sequence[Write[S]], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
+        self,
+        items: Sequence[Write[S]],
+        flush: Iterable[str] = (),
+        marks: Sequence[Watermark] = (),
+        calendar_version: int | None = None,
     ) -> tuple[list[bool], Claimed]:
         """Apply what still checks out, in order (which items applied); raise `marks` if every
-        item applied; claim the outboxes the applied items touched, and those of `flush`."""
+        item applied; claim the outboxes the applied items touched, and those of `flush`. With
+        `calendar_version` (the snapshot's, a per-period system's), nothing applies if a period
+        was marked closed since: the items were computed with a calendar that no longer holds. A
+        per-period system's written states enter the index of each period they hold games of."""
         ...
 
     async def watermarks(self, topic: str) -> dict[int, int]:

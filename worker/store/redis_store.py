@@ -44,7 +44,7 @@ a single Redis primary (standalone or Sentinel), not Redis Cluster.
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Generic
 
 import msgpack
@@ -53,7 +53,8 @@ from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
 
 from worker import metrics
-from worker.engine.spec import StateCodec
+from worker.engine.spec import CalendarCodec, StateCodec
+from worker.rules.period_interface import Calendar
 from worker.store import keys, scripts
 from worker.store.protocol import Claimed, S, Snapshot, Watermark, Write
 from worker.store.records import pack, record_hash
@@ -85,8 +86,16 @@ class RedisStore(Generic[S]):
         wait_timeout_ms: int = 1000,
         *,
         codec: StateCodec[S],
+        pending: Callable[[S], Sequence[str]] | None = None,
+        calendar_codec: CalendarCodec | None = None,
     ) -> None:
         self.codec = codec
+        # A per-period system's: which periods a state holds games of (the indexes it enters:
+        # `PeriodSystem.pending`) and how its calendar is kept; each batch reads the calendar.
+        self.pending = pending
+        self.calendar_codec = calendar_codec
+        if (pending is None) != (calendar_codec is None):
+            raise TypeError("a per-period system's store needs both its rules and its calendar codec")
         self.redis = redis
         self.prefix = prefix
         self.token = token
@@ -104,11 +113,18 @@ class RedisStore(Generic[S]):
         self._apply = redis.register_script(scripts.APPLY)
         self._ack = redis.register_script(scripts.ACK)
         self._renew = redis.register_script(scripts.RENEW)
+        self._mark = redis.register_script(scripts.MARK)
+        self._finish = redis.register_script(scripts.FINISH)
 
     async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot[S]:
         with metrics.REDIS_SECONDS.labels("read").time():
             packed = await self._run(
-                self._read, pack(ratings), pack(game_ids), pack([record_hash(g) for g in game_ids]), int(time.time())
+                self._read,
+                pack(ratings),
+                pack(game_ids),
+                pack([record_hash(g) for g in game_ids]),
+                int(time.time()),
+                int(self.pending is not None),
             )
         reply = msgpack.unpackb(packed, raw=True)  # a missing key is `false`
         states: dict[str, S] = {}
@@ -122,27 +138,40 @@ class RedisStore(Generic[S]):
             value = reply[2 * len(ratings) + n]
             if value is not False:
                 records[game_id] = value
-        return Snapshot(states, unconfirmed, records)
+        if self.calendar_codec is None:
+            return Snapshot(states, unconfirmed, records)
+        version, calendar = reply[2 * len(ratings) + len(game_ids) :]
+        return Snapshot(states, unconfirmed, records, self.calendar_codec.decode(calendar), version)
 
     async def apply(
-        self, items: Sequence[Write[S]], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
+        self,
+        items: Sequence[Write[S]],
+        flush: Iterable[str] = (),
+        marks: Sequence[Watermark] = (),
+        calendar_version: int | None = None,
     ) -> tuple[list[bool], Claimed]:
         """Apply what still checks out, in order; claim the touched outboxes (and `flush`).
 
         `marks` are raised only if every item applies: they are the batch's, and an item that
         does not apply is recomputed and applied by a later call, which carries them again.
+        With `calendar_version`, no item applies if the calendar has had another mark since.
         """
-        encode = self.codec.encode
+        encode, held = self.codec.encode, self.pending
+        effects: list[list[tuple[Any, ...]]]
+        if held is None:
+            effects = [[(w.key, encode(w.state), w.payload) for w in i.writes] for i in items]
+        else:
+            effects = [[(w.key, encode(w.state), w.payload, held(w.state)) for w in i.writes] for i in items]
         packed = pack(
             [
                 (
                     i.game_id,
                     i.digest,
                     [x for read in i.reads for x in read],
-                    [(w.key, encode(w.state), w.payload) for w in i.writes],
+                    written,
                     record_hash(i.game_id) if i.game_id else b"",
                 )
-                for i in items
+                for i, written in zip(items, effects, strict=True)
             ]
         )
         flat_marks = [x for m in marks for x in (m.topic, m.partition, m.offset)]
@@ -155,6 +184,7 @@ class RedisStore(Generic[S]):
                 pack(list(flush)),
                 pack(flat_marks),
                 int(time.time()),
+                -1 if calendar_version is None else calendar_version,
             )
         self._unreplicated = (int(epoch), int(writes))
         if self.wait_replicas == 0:
@@ -225,6 +255,17 @@ class RedisStore(Generic[S]):
         """The input partitions' watermarks: every record below is applied, recorded or dead-lettered."""
         stored = await self.redis.hgetall(keys.watermark_key(self.prefix, topic))
         return {int(p): int(o) for p, o in stored.items()}
+
+    async def mark(self, version: int, calendar: Calendar, period: str) -> int:
+        """Mark `period` closed (the calendar becomes `calendar`) if the calendar is still at
+        `version` and no close is in progress: 1; -1 a close is in progress; 0 the calendar moved."""
+        assert self.calendar_codec is not None, "not a per-period system's store"
+        return int(await self._run(self._mark, version, self.calendar_codec.encode(calendar), period))
+
+    async def finish(self, period: str) -> int:
+        """The close in progress of `period` finished if its index is empty: 1; -1 its index still
+        holds ratings; 0 it is not the close in progress."""
+        return int(await self._run(self._finish, period, int(time.time())))
 
     async def _run(self, script: "AsyncScript", *args: Any) -> Any:
         """Run a script behind the store's guard: a store that went back in time raises StoreUntrusted."""

@@ -162,13 +162,53 @@ async def read_and_plan(
     read: Callable[[list[str], list[str]], Awaitable[Snapshot[S]]],
     lookup: Callable[[str], S] | None = None,
 ) -> tuple[list[str], Snapshot[S], list[Planned[S]]]:
-    """Read what `batch` needs (its ratings' states, their outboxes' lengths, its games' records)
-    with `read` (a store's, or a retrying one), and plan it: the ratings read, the snapshot, the plans."""
+    """Read what `batch` needs (its ratings' states, their outboxes' lengths, its games' records,
+    a per-period system's calendar) with `read` (a store's, or a retrying one), and plan it: the
+    ratings read, the snapshot, the plans.
+
+    A per-period system's batch that closes a rating (a close, or a game whose player still holds
+    games of a closed period) may need other ratings' states: `fide` counts a held game with its
+    opponent's list rating. Without a `lookup`, those are read in a second step, once the first
+    has shown which closes the batch makes (`second_read`). They are read, not checked at the
+    apply: a list rating does not change while its period is being closed (`fide-period`,
+    section 6: it is the rating before the close, whether the opponent was closed first or not;
+    seeding and erasing are refused during a close)."""
     classified = [classify(engine, item) for item in batch]
     ratings = sorted({r for _, keys in classified for r in keys})
     game_ids = sorted({g.game_id for g in map(game_of, batch) if g is not None})
     snapshot = await read(ratings, game_ids)
+    if lookup is None and engine.periods is not None:
+        lookup = await second_read(engine, batch, snapshot, read)
     return ratings, snapshot, plan(engine, batch, snapshot, classified, lookup)
+
+
+async def second_read(
+    engine: Engine[S],
+    batch: Sequence[Item],
+    snapshot: Snapshot[S],
+    read: Callable[[list[str], list[str]], Awaitable[Snapshot[S]]],
+) -> Callable[[str], S] | None:
+    """The states of the ratings outside `snapshot` that the batch's closes read (see
+    `read_and_plan`), as a lookup; None if they read none."""
+    periods = engine.periods
+    assert periods is not None
+    calendar = periods.opening if snapshot.calendar is None else snapshot.calendar
+    closes: dict[str, set[str]] = {}
+    for item in batch:
+        if type(item) is CloseItem:
+            closes.setdefault(item.key, set()).add(item.period)
+    wanted: set[str] = set()
+    for key, state in snapshot.states.items():
+        closed = closes.get(key, set()).union(periods.closing(state, calendar))
+        category = key.partition("/")[2]
+        for period in closed:
+            wanted.update(f"{player}/{category}" for player in periods.opponents(state, period))
+    wanted.difference_update(snapshot.states)
+    if not wanted:
+        return None
+    others = (await read(sorted(wanted), [])).states
+    unseen = engine.rules.unseen
+    return lambda key: others.get(key, unseen)
 
 
 async def apply_in_order(
@@ -180,8 +220,9 @@ async def apply_in_order(
     final: list[Planned[S] | None] = [None] * len(items)
     pending = list(range(len(items)))
     while pending:
-        _, _, planned = await read_and_plan(engine, [items[i] for i in pending], store.read, lookup)
-        applied, _ = await store.apply([p.write for p in planned if p.write is not None])
+        _, snapshot, planned = await read_and_plan(engine, [items[i] for i in pending], store.read, lookup)
+        writes = [p.write for p in planned if p.write is not None]
+        applied, _ = await store.apply(writes, (), (), snapshot.calendar_version)
         if all(applied) and len(pending) == len(items):  # as it is with a single writer
             return planned
         pending = unapplied(pending, planned, applied, final)

@@ -190,6 +190,11 @@ for i, r in ipairs(ratings) do
   out[#out + 1] = redis.call('LLEN', p .. $OUTBOX .. r)
 end
 for _, found in ipairs(lookup(p, games, hashes)) do out[#out + 1] = found end
+if ARGV[9] == '1' then  -- a per-period system: its calendar's version (marks made) and value
+  local v = redis.call('HMGET', p .. $PERIODS, 'marks', 'calendar')
+  out[#out + 1] = tonumber(v[1] or '0')
+  out[#out + 1] = v[2] or ''
+end
 return cmsgpack.pack(out)
 """
 )
@@ -231,9 +236,13 @@ _APPLY = (
     + """
 local p, token = ARGV[1], ARGV[2]
 local lease_ms, retention_ms, now = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[10])
--- Items: {game_id, digest, {rating, seq read, ...}, {{rating, state, event}, ...}, hash of the id}.
+-- Items: {game_id, digest, {rating, seq read, ...}, {{rating, state, event[, periods]}, ...}, hash of the id};
+-- `periods`: a per-period system's, the periods whose index the rating enters.
 -- Marks: {topic, partition, offset, ...}: raised only if every item of this call applies.
+-- ARGV[11]: the calendar version the items were computed with (-1: not a per-period system).
 local items, flush, marks = cmsgpack.unpack(ARGV[7]), cmsgpack.unpack(ARGV[8]), cmsgpack.unpack(ARGV[9])
+local calendar_version = tonumber(ARGV[11])
+local moved = calendar_version >= 0 and tonumber(redis.call('HGET', p .. $PERIODS, 'marks') or '0') ~= calendar_version
 local tainted, results, seen, touched, appended, lengths = {}, {}, {}, {}, {}, {}
 local states, written = {}, {}  -- the last state of each rating written, stored by one MSET below
 local all_applied, wrote = true, false
@@ -261,7 +270,7 @@ local mode, bits = writer_layout(p)
 local ends = #games > 0 and expiry(now, retention_ms) or ''
 for n, item in ipairs(items) do
   local game_id, digest, reads, writes = item[1], item[2], item[3], item[4]
-  local ok = true
+  local ok = not moved  -- a period was marked closed since the items were computed
   for k = 1, #reads, 2 do
     if tainted[reads[k]] or seqs[reads[k]] ~= reads[k + 1] then ok = false end
   end
@@ -274,6 +283,11 @@ for n, item in ipairs(items) do
       lengths[w[1]] = redis.call('RPUSH', p .. $OUTBOX .. w[1], w[3])
       appended[w[1]] = (appended[w[1]] or 0) + 1
       touch(w[1])
+      if w[4] then
+        for _, period in ipairs(w[4]) do
+          if redis.call('SADD', p .. $INDEX .. period, w[1]) == 1 then redis.call('SADD', p .. $INDEXED, period) end
+        end
+      end
     end
     if game_id ~= '' then
       record(p, mode, bits, game_id, item[5], digest, ends, retention_ms, false)
@@ -392,6 +406,40 @@ return wrote
 )
 
 
+# A per-period system's mark (see `worker.operate.close_period`): ARGV[5] the calendar version the
+# caller read, ARGV[6] the calendar once the period is marked, ARGV[7] the period. Marks it only if
+# the calendar is still the one read and no close is in progress: 1; -1 another close is in
+# progress; 0 the calendar moved (read it again). Counted as a write of the store (see _GUARD).
+_MARK = (
+    _GUARD
+    + """
+local p, token, key = ARGV[1], ARGV[2], ARGV[1] .. $PERIODS
+local v = redis.call('HMGET', key, 'marks', 'closing')
+if tonumber(v[1] or '0') ~= tonumber(ARGV[5]) then return 0 end
+if v[2] then return -1 end
+redis.call('HSET', key, 'calendar', ARGV[6], 'marks', tonumber(v[1] or '0') + 1, 'closing', ARGV[7])
+local mine = redis.call('HINCRBY', p .. $STORE, 'writes', 1)
+redis.call('SET', p .. $SEEN .. token, mine, 'PX', $SEEN_TTL_MS)
+return 1
+"""
+)
+
+# The close in progress of the period ARGV[5] finished, if its index is empty: 1; -1 its index still
+# holds ratings; 0 it is not the close in progress. ARGV[6]: the time (seconds), kept as `closed_at`.
+_FINISH = (
+    _GUARD
+    + """
+local p, key, period = ARGV[1], ARGV[1] .. $PERIODS, ARGV[5]
+if redis.call('HGET', key, 'closing') ~= period then return 0 end
+if redis.call('SCARD', p .. $INDEX .. period) > 0 then return -1 end
+redis.call('HDEL', key, 'closing')
+redis.call('HSET', key, 'closed_at', ARGV[6])
+redis.call('SREM', p .. $INDEXED, period)
+return 1
+"""
+)
+
+
 def _lua(source: str) -> str:
     """The script with the key kinds of `worker.store.keys` put in, so that they are defined once."""
     for name, value in (
@@ -401,10 +449,24 @@ def _lua(source: str) -> str:
         ("SWEEP_MAX", SWEEP_MAX),
     ):
         source = source.replace(f"${name}", str(value))
-    for name in ("STATE", "OUTBOX", "LEASE", "GAME", "RECORDS", "WATERMARK", "STORE", "UNTRUSTED", "SEEN"):
+    for name in (
+        "STATE",
+        "OUTBOX",
+        "LEASE",
+        "GAME",
+        "RECORDS",
+        "WATERMARK",
+        "STORE",
+        "UNTRUSTED",
+        "SEEN",
+        "PERIODS",
+        "INDEXED",  # before INDEX, which it starts with
+        "INDEX",
+    ):
         source = source.replace(f"${name}", repr(getattr(keys, name)))
     return source
 
 
 READ, APPLY, ACK, RENEW = _lua(_READ), _lua(_APPLY), _lua(_ACK), _lua(_RENEW)
 LOOKUP, REMEMBER = _lua(_LOOKUP), _lua(_REMEMBER)
+MARK, FINISH = _lua(_MARK), _lua(_FINISH)

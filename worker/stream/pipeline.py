@@ -131,7 +131,9 @@ class Pipeline(Generic[S]):
                 # game, an unchanged seed row or a crash before publication leaves no event behind.
                 flush = [r for r in ratings if snapshot.unconfirmed.get(r)]
                 claimed_at = time.monotonic()  # the leases the apply claims run from no earlier than this
-                applied, claimed = await retrying(REDIS_APPLY, self.store.apply, writes, flush, marks)
+                applied, claimed = await retrying(
+                    REDIS_APPLY, self.store.apply, writes, flush, marks, snapshot.calendar_version
+                )
                 await retrying(REDIS_WAIT, self.store.replicated)
                 retry = unapplied(pending, planned, applied, final)
                 sent, parked = await self._publish(claimed, claimed_at)

@@ -62,12 +62,16 @@ class Overtaken(RedisStore[RatingState]):
         self.before: Callable[[], Awaitable[None]] | None = before_first_apply
 
     async def apply(
-        self, items: Sequence[Write[RatingState]], flush: Iterable[str] = (), marks: Sequence[Watermark] = ()
+        self,
+        items: Sequence[Write[RatingState]],
+        flush: Iterable[str] = (),
+        marks: Sequence[Watermark] = (),
+        calendar_version: int | None = None,
     ) -> tuple[list[bool], Claimed]:
         if self.before is not None:
             before, self.before = self.before, None
             await before()
-        return await super().apply(items, flush, marks)
+        return await super().apply(items, flush, marks, calendar_version)
 
 
 @pytest.fixture

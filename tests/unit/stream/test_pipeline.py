@@ -82,11 +82,11 @@ async def test_items_another_process_changed_first_are_planned_again_from_its_st
 
         overtaken = False
 
-        async def apply(self, items, flush=(), marks=()):  # type: ignore[no-untyped-def]
+        async def apply(self, items, flush=(), marks=(), calendar_version=None):  # type: ignore[no-untyped-def]
             if not self.overtaken:
                 self.overtaken = True
                 await Pipeline(ENGINE, theirs, Rounds(), hold_seconds=HOLD).run([make_game("gB", "a", "d")])
-            return await super().apply(items, flush, marks)
+            return await super().apply(items, flush, marks, calendar_version)
 
     publisher = Rounds()
     games: list[Item] = [make_game("g1", "a", "b"), make_game("g2", "c", "d")]

@@ -66,3 +66,19 @@ class FideStateCodec:
 
 
 FIDE_STATES = FideStateCodec()
+
+
+class FideCalendarCodec:
+    """`fide`'s calendar, the latest closed month L (`YYYY-MM`, or nothing before any close), as the
+    store keeps it (`worker.engine.spec.CalendarCodec`)."""
+
+    @staticmethod
+    def encode(calendar: object) -> bytes:
+        return b"" if calendar is None else str(calendar).encode()
+
+    @staticmethod
+    def decode(value: bytes) -> str | None:
+        return value.decode() or None
+
+
+FIDE_CALENDAR = FideCalendarCodec()

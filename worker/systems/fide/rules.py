@@ -392,6 +392,10 @@ class FideRules:
     def close(self, period: str, category: str, state: FideState, lookup: Lookup[FideState]) -> Change[FideState]:
         return close(period, category, state, lookup)
 
+    def opponents(self, state: FideState, period: str) -> tuple[str, ...]:
+        """The opponents of the games of `period` held in the state: their list ratings are read at its close."""
+        return tuple({h.opponent_id: None for h in entry_of(state.pending, period).held})
+
     def seedable(self, state: FideState) -> bool:
         return not state.pending
 

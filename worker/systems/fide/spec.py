@@ -1,9 +1,9 @@
-"""FIDE (`fide`, docs/systems/fide.md): one change per calendar month, contract v2; offline only
-in this release."""
+"""FIDE (`fide`, docs/systems/fide.md): one change per calendar month, contract v2; served, its months
+closed by `rating-worker close-period`."""
 
 from schemas.rating_changed_periods import FideRatingChanged
 from worker.engine.spec import Contract, SystemSpec, v2_names
-from worker.systems.fide.codec import FIDE_STATES
+from worker.systems.fide.codec import FIDE_CALENDAR, FIDE_STATES
 from worker.systems.fide.events import encode_fide, read_fide
 from worker.systems.fide.rules import FideRules, FideState
 
@@ -19,5 +19,5 @@ SPEC: SystemSpec[FideState] = SystemSpec(
     rebuild_prefix=f"rating-{NAME}-rebuild:",
     traffic="worker.systems.fide.traffic:FideSimulation",
     periodic=True,
-    served=False,
+    calendar_codec=FIDE_CALENDAR,
 )

@@ -374,6 +374,9 @@ class TorneloRules:
             self.parameters,
         )
 
+    def opponents(self, state: TorneloState, period: str) -> tuple[str, ...]:
+        return ()  # its games were valued when recorded: a close reads no other rating
+
     def seedable(self, state: TorneloState) -> bool:
         return True  # its pending games were valued when recorded: a seeded rating keeps them
 
