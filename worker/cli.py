@@ -52,6 +52,7 @@ def _one_shot(settings: "WorkerSettings", command: "Callable[[], Awaitable[T]]",
     """Run a one-shot command against Kafka and Redis (see `worker.service.process.run_command`):
     waiting for one, it first says so in one line; interrupted, it says what that left (`read_only`:
     nothing changed)."""
+    from worker.operate.close_period import CloseInProgress  # noqa: PLC0415
     from worker.operate.switch_over import NotReady  # noqa: PLC0415
     from worker.service.owner import PrefixOwned  # noqa: PLC0415
     from worker.service.process import run_command  # noqa: PLC0415
@@ -60,7 +61,8 @@ def _one_shot(settings: "WorkerSettings", command: "Callable[[], Awaitable[T]]",
 
     try:
         return run_command(settings, command, lambda line: print(f"rating-worker: {line}", file=sys.stderr, flush=True))
-    except (PrefixOwned, IdempotenceRefused) as e:  # a setting to change, found before anything was written
+    # A setting to change, or a close to finish first: found before anything was written.
+    except (PrefixOwned, IdempotenceRefused, CloseInProgress) as e:
         raise UsageError(str(e)) from None
     except (Unreachable, NotReady) as e:
         raise CommandFailed(str(e)) from None
@@ -381,6 +383,62 @@ def cmd_erase(args: argparse.Namespace) -> int:
         f"states deleted: {had}",
         file=sys.stderr,
     )
+    return 0
+
+
+def cmd_close_period(args: argparse.Namespace) -> int:
+    from worker.operate import close_period as closing  # noqa: PLC0415
+    from worker.service.logs import configure_logging  # noqa: PLC0415
+
+    chosen = [x for x in (args.period, args.due or None, args.init, args.status or None) if x is not None]
+    if len(chosen) != 1:
+        raise UsageError("close-period takes exactly one of PERIOD, --due, --init MONTH and --status")
+    if args.force and (args.init is not None or args.status):
+        raise UsageError("--force goes with PERIOD or --due only")
+    settings = _worker_settings()
+    configure_logging(settings.log_level)
+    try:
+        if args.status:
+            return _print_close_status(_one_shot(settings, lambda: closing.status(settings), read_only=True))
+        if args.init is not None:
+            _one_shot(settings, lambda: closing.init(settings, args.init))
+            print(f"close-period: {args.init} set as the latest closed period; nothing published", file=sys.stderr)
+            return 0
+
+        def say(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+
+        report = _one_shot(settings, lambda: closing.close_period(settings, args.period, args.force, say))
+    except closing.CloseRefused as e:
+        raise UsageError(str(e)) from None
+    except closing.DrainTimedOut as e:
+        raise CommandFailed(str(e)) from None
+    marked = ", ".join(report.marked) or "none"
+    print(
+        f"close-period: done in {report.seconds:.1f} s (drain {report.drain_seconds:.1f} s): marked {marked}; "
+        f"{report.closed} ratings closed, {report.by_games} found closed already",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _print_close_status(status: "Any") -> int:
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    print(f"latest closed period: {status.calendar or 'none'}")
+    if status.closing is None:
+        print("close in progress: none")
+    else:
+        print(f"close in progress: {status.closing}, {status.left} ratings left")
+    closed_at = "never" if status.closed_at is None else datetime.fromtimestamp(status.closed_at, UTC).isoformat()
+    print(f"last close finished: {closed_at}")
+    open_ones = [p for p in status.recorded if status.calendar is None or p > status.calendar]
+    print(f"periods with recorded games not closed: {', '.join(open_ones) or 'none'}")
+    latest = status.due
+    due = [p for p in open_ones if latest is not None and p <= latest]
+    if latest is not None and (status.calendar is None or latest > status.calendar) and latest not in due:
+        due.append(latest)
+    print(f"due and not closed: {', '.join(due) or 'none'}")
     return 0
 
 
@@ -772,6 +830,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="also when events of his are not yet published (they are dropped)"
     )
     erase.set_defaults(func=cmd_erase)
+
+    close = commands.add_parser(
+        "close-period",
+        help="close a per-period system's periods (fide: months) while the workers run: drain, mark, close, publish",
+    )
+    close.add_argument(
+        "period", metavar="PERIOD", nargs="?", help="close this period (fide: YYYY-MM) and every earlier open one"
+    )
+    close.add_argument("--due", action="store_true", help="close every period due (its end plus the grace passed)")
+    close.add_argument(
+        "--init", metavar="MONTH", help="a new deployment: set the latest closed period, publish nothing"
+    )
+    close.add_argument(
+        "--status", action="store_true", help="print the latest closed period, any close in progress, the periods due"
+    )
+    close.add_argument("--force", action="store_true", help="close PERIOD even if it is not due yet")
+    close.set_defaults(func=cmd_close_period)
 
     config = commands.add_parser(
         "config", help="print the settings in effect (RATING_* variables and secrets directory), passwords masked"

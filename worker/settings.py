@@ -220,6 +220,24 @@ class WorkerSettings(RulesSettings):
         ),
     ] = 3600
 
+    # A month is due to close an hour after its end: games finished at its end have reached Kafka.
+    period_grace_seconds: Annotated[
+        int,
+        Field(
+            ge=0,
+            description="A per-period system's (fide): how long after a month's end it is due to close; `close-period` "
+            "refuses a month not due yet (unless `--force`), and `close-period --due` closes the months due.",
+        ),
+    ] = 3600
+    close_drain_timeout_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="How long `close-period` waits for the workers to apply every game published before it "
+            "started (the drain) before it gives up with status 1, having marked nothing new.",
+        ),
+    ] = 600.0
+
     kafka_bootstrap_servers: Annotated[
         str, Field(description="Kafka brokers, `host:port,...` (port 9092 where it is left out).")
     ] = "localhost:9092"

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
+from worker.operate.close_period import refuse_during_close
 from worker.service.connections import close_quietly, make_redis
 from worker.service.owner import own_prefix
 from worker.service.wiring import lease_seconds, make_producer, start_producer
@@ -119,6 +120,7 @@ async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[s
     producer = make_producer(settings)
     try:
         await own_prefix(redis, prefix, settings.spec().name, write=True)
+        await refuse_during_close(redis, settings, "erase")
         await start_producer(producer, settings)
         taken_at = time.monotonic()  # the leases run from no earlier than this
         answer = await _script(redis, _TAKE_AND_DELETE, prefix, token, lease_ms, int(force), *ratings)

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from worker.engine.engine import SeedOutcome, SeedRow, SeedVerdict
+from worker.operate.close_period import refuse_during_close
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
 from worker.store.schedule import SeedItem
@@ -24,7 +25,8 @@ async def import_ratings(
     """Import `rows`; return counts by verdict and the ratings refused (they have state)."""
     counts: Counter[str] = Counter()
     refused: list[str] = []
-    async with pipeline_for(settings) as (pipeline, _, _):
+    async with pipeline_for(settings) as (pipeline, _, store):
+        await refuse_during_close(store.redis, settings, "import")
         for start in range(0, len(rows), CHUNK):
             planned, _stats = await pipeline.run([SeedItem(row, force) for row in rows[start : start + CHUNK]])
             for p in planned:

@@ -51,6 +51,7 @@ from redis.asyncio.client import Pipeline
 
 from worker.engine.engine import RESTORED
 from worker.engine.spec import Contract, StateCodec
+from worker.operate.close_period import refuse_during_close
 from worker.operate.redis_ops import CHUNK, connected, matching_keys, pipelined, unlink_all, with_retry
 from worker.operate.topic_scan import scan
 from worker.operate.topics import COMPACTION_LAG_MS
@@ -319,6 +320,7 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
     prefix = settings.redis_key_prefix
     async with connected(settings) as redis:
         await own_prefix(redis, prefix, settings.spec().name, write=True)
+        await refuse_during_close(redis, settings, "restore")
         # Workers still running wait meanwhile (their scripts refuse): a restore's plain writes
         # and its clearing of the leases must not meet their applies and publications.
         await distrust(redis, prefix, "a restore is under way (or stopped before it ended): run it again")

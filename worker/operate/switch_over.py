@@ -36,6 +36,7 @@ from redis.asyncio import Redis
 
 from worker.engine.engine import Engine, SeedOutcome, SeedRow, SeedVerdict
 from worker.operate.applied_copy import applied_games
+from worker.operate.close_period import refuse_during_close
 from worker.operate.rebuild import REBUILD_META, apply_all, check_prefix, history_order, read_history, same
 from worker.operate.redis_ops import CHUNK, connected, rating_keys, read_states, with_retry
 from worker.replay.memory_store import MemoryBackend
@@ -73,6 +74,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
         # Both prefixes this deployment's, before anything is read or imported.
         await own_prefix(redis, prefix, settings.spec().name, write=False, setting="--prefix")
         await own_prefix(redis, settings.redis_key_prefix, settings.spec().name, write=True)
+        await refuse_during_close(redis, settings, "switch-over")
         ends = await _rebuild_ends(redis, prefix, settings.topic_games)
         await _wait_for_workers(redis, settings, ends, say)
         rebuilt_keys = await rating_keys(redis, prefix)

@@ -71,3 +71,9 @@ def month_named(number: int) -> str:
 @lru_cache(maxsize=1 << 8)  # read at every game (the month after the latest closed one)
 def next_month(month: str) -> str:
     return month_named(month_number(month) + 1)
+
+
+def month_at(unix_seconds: int) -> str:
+    """The month `YYYY-MM` in UTC of an instant given in seconds since 1970-01-01T00:00:00Z."""
+    year, month, _ = civil_from_days(unix_seconds // DAY)
+    return f"{year:04d}-{month:02d}"

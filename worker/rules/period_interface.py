@@ -82,6 +82,12 @@ class PeriodSystem(RatingSystem[S], Protocol[S, C]):
         other ratings' states, for `fide`'s held games)."""
         ...
 
+    def latest_due(self, now: int, grace_seconds: int) -> str | None:
+        """The latest period due to close at `now` (unix seconds), its end `grace_seconds` past
+        (`fide`: the month before the one `now - grace_seconds` falls in); None if none is due by
+        the clock (`tornelo`: a tournament closes when its end is read)."""
+        ...
+
     def opponents(self, state: S, period: str) -> tuple[str, ...]:
         """The players whose states the close of `period` reads for this rating (`fide`: the
         opponents of its held games of `period`; `close`'s `lookup` is asked for no other)."""

@@ -33,7 +33,7 @@ from schemas.close_line import FideCloseLine
 from schemas.game_finished import GameFinished
 from schemas.system_game import SystemGameFinished
 from worker.rules.categories import Category, arena_category
-from worker.rules.finished_at import month_number, month_of, next_month, refusal
+from worker.rules.finished_at import month_at, month_named, month_number, month_of, next_month, refusal
 from worker.rules.hundredths import ONE, RESULT_SCORES, Hundredths, Points, round_half_away, round_half_up
 from worker.rules.interface import Change, Kind, Rated, SeedRow, Skip
 from worker.rules.period_interface import Lookup
@@ -301,6 +301,8 @@ def parse_seed_row(fields: list[str]) -> SeedRow:
     return SeedRow(player_id, Category(category), Hundredths(value * ONE), count, extra)
 
 
+LAST_CLOSABLE = "9999-11"  # 9999-12 is never closed: the games after it would have no month
+
 # --- the system the engine runs
 
 
@@ -391,6 +393,12 @@ class FideRules:
 
     def close(self, period: str, category: str, state: FideState, lookup: Lookup[FideState]) -> Change[FideState]:
         return close(period, category, state, lookup)
+
+    def latest_due(self, now: int, grace_seconds: int) -> str | None:
+        """The month before the one `now - grace_seconds` falls in (section 9: a month is due once its
+        end plus the grace has passed); never past `9999-11` (`9999-12` is never closed)."""
+        before = month_number(month_at(now - grace_seconds)) - 1
+        return None if before < 0 else min(month_named(before), LAST_CLOSABLE)
 
     def opponents(self, state: FideState, period: str) -> tuple[str, ...]:
         """The opponents of the games of `period` held in the state: their list ratings are read at its close."""

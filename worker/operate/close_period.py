@@ -1,0 +1,353 @@
+"""`rating-worker close-period`: close a per-period system's periods (fide: months) while the
+workers keep running.
+
+What the store keeps for it (`worker.store.keys`): the calendar (fide: the latest closed month L)
+with its version, the period whose close is in progress, and each period's index of the ratings
+with recorded games of it. Every batch of the workers reads the calendar with its states, and
+its apply is checked against the calendar's version like a state against its seq: a mark that
+falls between a batch's read and its write fails the write, and the batch is computed again, so
+a game is recorded in its month before the mark or late (in the oldest open month) after it,
+never both. A worker that touches a rating still holding games of a closed period closes it
+first, in the same write (`worker.engine.engine`).
+
+A close of PERIOD:
+1. refuses a period that is not due yet (fide: its end plus RATING_PERIOD_GRACE_SECONDS has not
+   passed) unless forced, and one the system never closes (`9999-12`): status 2, nothing done;
+2. finishes any close in progress (a killed close is finished by running it again);
+3. drains once: reads the input's end offsets and waits until the workers' watermarks reach them
+   on every partition (every game published before the command started is applied); past
+   RATING_CLOSE_DRAIN_TIMEOUT_SECONDS it stops with status 1, having marked nothing new;
+4. marks, one at a time, each period the close marks (fide: every open month before PERIOD with
+   recorded games, oldest first, then PERIOD), each only once the close of the one before it is
+   finished, and closes it: its index in chunks, each rating read, closed and written under a
+   check-and-set on its seq (its state and its close event in its outbox), the events published
+   through the outboxes like the workers' (leases, rounds, acknowledgements, the hold after an
+   attempt whose outcome is unknown: `worker.stream.pipeline`); a rating leaves the index once
+   its event is acknowledged (one its next game closed already is flushed, then removed); an
+   empty index finishes the close.
+Two closes at once are safe: a mark is made only over the calendar version its maker read and
+only when no close is in progress, and each rating is closed once, under its check-and-set.
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from pydantic import ValidationError
+from redis.asyncio import Redis
+
+from worker.engine.engine import CloseOutcome
+from worker.operate.redis_ops import connected, with_retry
+from worker.rules.period_interface import Calendar, PeriodSystem
+from worker.service.connections import close_quietly, kafka_options
+from worker.service.owner import own_prefix
+from worker.service.wiring import pipeline_for, process_token
+from worker.settings import WorkerSettings
+from worker.store import keys
+from worker.store.redis_store import RedisStore
+from worker.store.schedule import CloseItem
+from worker.stream import unreadable
+from worker.stream.pipeline import Pipeline
+from worker.stream.retry import KAFKA_CONNECT, KAFKA_READ, retrying
+
+log = logging.getLogger(__name__)
+
+CHUNK = 500  # ratings closed per batch (one read, one apply, rounds of publication)
+DRAIN_POLL_SECONDS = 0.5
+END_FETCH_SECONDS = 10.0  # the fetches that find each partition's end (see `input_ends`)
+
+
+class CloseRefused(Exception):
+    """Not closed, nothing done: a period not due, one never closed, `--init` over state (status 2)."""
+
+
+class DrainTimedOut(Exception):
+    """The workers did not apply the input up to its end in time: nothing marked (status 1)."""
+
+
+class CloseInProgress(Exception):
+    """A command that would change a rating a close still reads, refused (status 2, one line)."""
+
+
+@dataclass
+class CloseReport:
+    marked: list[str] = field(default_factory=list)  # the periods this run marked, in order
+    finished: list[str] = field(default_factory=list)  # the closes it finished (its own and any in progress)
+    closed: int = 0  # ratings it closed (a close event each)
+    by_games: int = 0  # ratings found closed already (by their next game, or another close)
+    drain_seconds: float = 0.0
+    seconds: float = 0.0
+
+
+@dataclass
+class Status:
+    calendar: Calendar
+    closing: str | None
+    left: int  # ratings left in the close in progress
+    recorded: list[str]  # periods with recorded games not closed yet, oldest first
+    due: str | None  # the latest period due by the clock
+    closed_at: float | None  # when the last close finished (unix seconds)
+
+
+def periods_of(settings: WorkerSettings) -> PeriodSystem[Any]:
+    periods = settings.spec().periods
+    if periods is None or settings.spec().calendar_codec is None:
+        raise CloseRefused(f"RATING_SYSTEM={settings.system} has no periods to close: it rates each game at once")
+    return periods
+
+
+def checked_period(periods: PeriodSystem[Any], period: str) -> str:
+    """`period` if the system can close it (its close line's syntax; fide refuses `9999-12`)."""
+    try:
+        periods.close_line.model_validate({"control": "close", "period": period})
+    except ValidationError:
+        raise CloseRefused(f"{period!r} is not a period that can be closed") from None
+    return period
+
+
+async def refuse_during_close(redis: Redis, settings: WorkerSettings, command: str) -> None:
+    """Stop `command` (import, restore, switch-over, erase) while a close is in progress: it would
+    change a rating whose list rating the close still reads."""
+    if settings.spec().periods is None:
+        return
+    (closing,) = await fields(redis, settings.redis_key_prefix, "closing")
+    if closing is not None:
+        left = await with_retry(redis.scard, keys.index_key(settings.redis_key_prefix, closing))
+        raise CloseInProgress(
+            f"{command} is refused while the close of {closing} is in progress ({left} ratings left): "
+            "run `rating-worker close-period --due` to finish it first"
+        )
+
+
+async def close_period(
+    settings: WorkerSettings, period: str | None, force: bool, say: Callable[[str], None]
+) -> CloseReport:
+    """Close `period` (None: every due period) and every earlier open one: the module's steps."""
+    started = time.monotonic()
+    periods = periods_of(settings)
+    now = int(time.time())
+    due = periods.latest_due(now, settings.period_grace_seconds)
+    if period is None:
+        if due is None:
+            say("close-period: no period is due")
+            return CloseReport()
+        period = due
+    checked_period(periods, period)
+    if not force and (due is None or period > due):
+        raise CloseRefused(
+            f"{period} is not due yet (RATING_PERIOD_GRACE_SECONDS={settings.period_grace_seconds} after its end "
+            "has not passed): closed now, its games still to come would be late; --force closes it all the same"
+        )
+    report = CloseReport()
+    async with pipeline_for(settings) as (pipeline, _, store):
+        await finish_in_progress(pipeline, store, report, say)
+        report.drain_seconds = await drain(settings, store, say)
+        while True:
+            snapshot = await store.read([], [])
+            recorded = await _recorded(store)
+            months = pipeline.engine.marks(snapshot.calendar, period, recorded)
+            if not months:
+                break
+            month = months[0]
+            assert snapshot.calendar_version is not None
+            calendar = pipeline.engine.marked(snapshot.calendar, month)
+            marked = await store.mark(snapshot.calendar_version, calendar, month)
+            if marked == 0:  # another close marked meanwhile: read the calendar again
+                continue
+            if marked == 1:
+                report.marked.append(month)
+                log.info("marked %s closed", month, extra={"period": month, "step": "mark"})
+                say(f"close-period: {month} marked closed")
+            await finish_in_progress(pipeline, store, report, say)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+async def finish_in_progress(
+    pipeline: Pipeline[Any], store: RedisStore[Any], report: CloseReport, say: Callable[[str], None]
+) -> None:
+    """The close in progress, if any, finished: every rating of its index closed and published,
+    then the index emptied and the close marked finished."""
+    redis, prefix = store.redis, store.prefix
+    while True:
+        (period,) = await fields(redis, prefix, "closing")
+        if period is None:
+            return
+        index = keys.index_key(prefix, period)
+        left = await with_retry(redis.scard, index)
+        say(f"close-period: closing {period}: {left} ratings to close")
+        cursor = 0
+        while True:
+            cursor, members = await with_retry(redis.sscan, index, cursor, None, CHUNK)
+            if members:
+                await _close_chunk(pipeline, store, period, sorted(map(_text, members)), report)
+            if cursor == 0:
+                break
+        done = await with_retry(store.finish, period)
+        if done == 1:
+            report.finished.append(period)
+            log.info(
+                "the close of %s is finished", period, extra={"period": period, "step": "finished", "ratings": left}
+            )
+            say(f"close-period: {period} closed")
+
+
+async def _close_chunk(
+    pipeline: Pipeline[Any], store: RedisStore[Any], period: str, ratings: list[str], report: CloseReport
+) -> None:
+    """Close `ratings` for `period` (those closed already: their outboxes flushed), wait until every
+    event of theirs is acknowledged, then take them out of the index."""
+    planned, _ = await pipeline.run([CloseItem(period, key) for key in ratings])  # returns once published
+    closed = sum(1 for p in planned if isinstance(p.outcome, CloseOutcome) and p.outcome.update is not None)
+    report.closed += closed
+    report.by_games += len(ratings) - closed
+    await with_retry(store.redis.srem, keys.index_key(store.prefix, period), *ratings)
+    log.info(
+        "closed %d ratings of %s (%d closed already)",
+        closed,
+        period,
+        len(ratings) - closed,
+        extra={"period": period, "step": "chunk", "ratings": len(ratings)},
+    )
+
+
+async def _recorded(store: RedisStore[Any]) -> set[str]:
+    """The periods with recorded games (an index)."""
+    return set(map(_text, await with_retry(store.redis.smembers, keys.indexed_key(store.prefix))))
+
+
+async def fields(redis: Redis, prefix: str, *names: str) -> list[str | None]:
+    """Fields of the store's `periods` hash (see `worker.store.keys`), None where absent."""
+    values = await with_retry(redis.hmget, keys.periods_key(prefix), list(names))
+    return [None if v is None else _text(v) for v in values]
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[[str], None]) -> float:
+    """Wait until the workers have applied every input record published before now: their
+    watermarks reach the input's end offsets on every partition; the seconds it took. Past
+    RATING_CLOSE_DRAIN_TIMEOUT_SECONDS: `DrainTimedOut`."""
+    started = time.monotonic()
+    ends = await input_ends(settings)
+    deadline = started + settings.close_drain_timeout_seconds
+    said = False
+    while True:
+        marks = await with_retry(store.watermarks, settings.topic_games)
+        behind = {p: (marks.get(p, 0), end) for p, end in ends.items() if marks.get(p, 0) < end}
+        if not behind:
+            seconds = time.monotonic() - started
+            log.info("drained in %.1f s", seconds, extra={"step": "drain", "partitions": len(ends)})
+            return seconds
+        if time.monotonic() > deadline:
+            listed = ", ".join(f"partition {p} at {w} of {e}" for p, (w, e) in sorted(behind.items()))
+            raise DrainTimedOut(
+                f"the workers did not apply the input up to its end within RATING_CLOSE_DRAIN_TIMEOUT_SECONDS="
+                f"{settings.close_drain_timeout_seconds:g} ({listed}); nothing new was marked: run it again once "
+                "they have caught up"
+            )
+        if not said:
+            say(f"close-period: waiting for the workers to apply the input up to its end ({len(behind)} behind)")
+            said = True
+        await asyncio.sleep(DRAIN_POLL_SECONDS)
+
+
+async def input_ends(settings: WorkerSettings) -> dict[int, int]:
+    """The input's end offsets, partition by partition: the broker's `end_offsets`, raised to the
+    highwater a fetch from there reports (the same on Apache Kafka; some Kafka-compatible brokers
+    answer `end_offsets` short)."""
+    consumer = AIOKafkaConsumer(**kafka_options(settings), enable_auto_commit=False)
+    try:
+        await retrying(KAFKA_CONNECT, consumer.start)
+        await retrying(KAFKA_READ, consumer.topics)
+        topic = settings.topic_games
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        consumer.assign(tps)
+        ends: dict[TopicPartition, int] = await retrying(KAFKA_READ, consumer.end_offsets, tps)
+        for tp in tps:
+            consumer.seek(tp, ends[tp])
+        unknown = {tp for tp in tps if ends[tp] > 0}
+        deadline = time.monotonic() + END_FETCH_SECONDS
+        while unknown and time.monotonic() < deadline:
+            try:
+                await consumer.getmany(*unknown, timeout_ms=500, max_records=1)
+            except Exception as e:
+                if not unreadable.client_cannot_read(e):
+                    raise
+            for tp in list(unknown):
+                highwater = consumer.highwater(tp)
+                if highwater is not None:
+                    ends[tp] = max(ends[tp], highwater)
+                    unknown.discard(tp)
+        return {tp.partition: ends[tp] for tp in tps}
+    finally:
+        await close_quietly(consumer.stop())
+
+
+async def status(settings: WorkerSettings) -> Status:
+    """What `close-period --status` prints."""
+    periods = periods_of(settings)
+    codec = settings.spec().calendar_codec
+    assert codec is not None
+    prefix = settings.redis_key_prefix
+    async with connected(settings) as redis:
+        calendar, closing, closed_at = await fields(redis, prefix, "calendar", "closing", "closed_at")
+        recorded = sorted(map(_text, await with_retry(redis.smembers, keys.indexed_key(prefix))))
+        left = await with_retry(redis.scard, keys.index_key(prefix, closing)) if closing else 0
+    return Status(
+        codec.decode((calendar or "").encode()),
+        closing,
+        left,
+        recorded,
+        periods.latest_due(int(time.time()), settings.period_grace_seconds),
+        float(closed_at) if closed_at else None,
+    )
+
+
+async def init(settings: WorkerSettings, period: str) -> None:
+    """`--init PERIOD`: the latest closed period set on a deployment with no state yet (a mark over
+    the calendar of nothing closed, finished at once: its index is empty); nothing published.
+    Refused once any rating has state or a period is closed."""
+    periods = periods_of(settings)
+    checked_period(periods, period)
+    prefix = settings.redis_key_prefix
+    async with connected(settings) as redis:
+        await own_prefix(redis, prefix, settings.spec().name, write=True)
+        (marks,) = await fields(redis, prefix, "marks")
+        if marks is not None:
+            raise CloseRefused(f"--init is refused: periods are closed already ({marks} marks made)")
+        if await with_retry(_any_state, redis, prefix):
+            raise CloseRefused(f"--init is refused: ratings have state under {prefix!r} (it is for a new deployment)")
+        store = _store(settings, redis)
+        if await with_retry(store.mark, 0, periods.marked(periods.opening, period), period) != 1:
+            raise CloseRefused("--init is refused: another command closed a period meanwhile")
+        await with_retry(store.finish, period)
+
+
+async def _any_state(redis: Redis, prefix: str) -> bool:
+    async for _ in redis.scan_iter(match=f"{keys.state_key(prefix, '')}*", count=1000):
+        return True
+    return False
+
+
+def _store(settings: WorkerSettings, redis: Redis) -> RedisStore[Any]:
+    """The store of a command that marks and reads the calendar only (no states written)."""
+    spec = settings.spec()
+    periods = spec.periods
+    assert periods is not None
+    return RedisStore(
+        redis,
+        settings.redis_key_prefix,
+        process_token(),
+        1.0,
+        settings.idempotency_retention_seconds,
+        codec=spec.codec,
+        pending=periods.pending,
+        calendar_codec=spec.calendar_codec,
+    )
