@@ -271,8 +271,14 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from worker.embedded.demo import demo  # noqa: PLC0415
 
-    if not registry.BY_NAME[args.system].served:
+    spec = registry.BY_NAME[args.system]
+    if not spec.served:
         raise UsageError(f"--system {args.system}: {_offline_only(args.system)}")
+    if spec.periodic:  # the demo runs workers and traffic only: nobody would close a period
+        raise UsageError(
+            f"--system {args.system}: the demo does not run `close-period` yet; run `rating-worker run` and "
+            "`rating-worker close-period` against your own stack instead"
+        )
     return asyncio.run(demo(args.players, args.rate, args.workers, args.duration, args.system))
 
 
@@ -485,7 +491,19 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
-    report = _one_shot(settings, lambda: restore(settings, args.force, lambda line: print(line, file=sys.stderr)))
+    closed = args.closed_through
+    if closed is not None and settings.spec().calendar_codec is None:
+        raise UsageError(f"--closed-through: RATING_SYSTEM={settings.system} has no periods closed by close-period")
+    if closed is not None:
+        from worker.operate.close_period import CloseRefused, checked_period, periods_of  # noqa: PLC0415
+
+        try:
+            checked_period(periods_of(settings), closed)
+        except CloseRefused as e:
+            raise UsageError(f"--closed-through: {e}") from None
+    report = _one_shot(
+        settings, lambda: restore(settings, args.force, lambda line: print(line, file=sys.stderr), closed)
+    )
     for refusal in report.refused:
         print(f"refused: {refusal} (use --force to write the topic's state over it)", file=sys.stderr)
     for game in report.partial:
@@ -731,6 +749,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     restore = commands.add_parser("restore", help="rebuild the Redis state from the output topic (workers stopped)")
     restore.add_argument("--force", action="store_true", help="overwrite states that differ from the topic's")
+    restore.add_argument(
+        "--closed-through",
+        metavar="PERIOD",
+        help="a per-period system (fide): the latest period closed, if later than the restored states show "
+        "(a month closed with no games leaves no trace in the topic)",
+    )
     restore.set_defaults(func=cmd_restore)
 
     rebuild = commands.add_parser("rebuild", help="recompute every rating from the input topic into a fresh prefix")

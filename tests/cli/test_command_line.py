@@ -72,7 +72,12 @@ def test_run_help_points_at_the_settings() -> None:
                 f"--system {system}: this release rates {system} offline only "
                 "(`rating-worker rate`); its service (closing periods in Kafka and Redis) comes in a later release",
             )
-            for system in ("fide", "tornelo")
+            for system in ("tornelo",)
+        ),
+        (
+            ("demo", "--system", "fide"),
+            "--system fide: the demo does not run `close-period` yet; run `rating-worker run` and "
+            "`rating-worker close-period` against your own stack instead",
         ),
         (("replay-dead-letters", "--from-offset", "9", "--to-offset", "3"), "--to-offset 3 is below --from-offset 9"),
     ],

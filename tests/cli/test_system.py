@@ -121,10 +121,10 @@ SERVICE_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("system", ["fide", "tornelo"])
+@pytest.mark.parametrize("system", ["tornelo"])
 @pytest.mark.parametrize("command", SERVICE_COMMANDS, ids=lambda c: c[0])
 def test_a_per_period_system_is_refused_by_every_command_of_the_service(system: str, command: tuple[str, ...]) -> None:
-    """This release rates fide and tornelo offline only: a command that would touch Kafka or Redis
+    """This release rates tornelo offline only: a command that would touch Kafka or Redis
     stops at start with one line (status 2), before any connection (the addresses lead nowhere:
     a command that tried would fail with status 1 after its retries, not 2 at once)."""
     done = run(*command, RATING_SYSTEM=system)
@@ -146,11 +146,22 @@ def test_a_per_period_system_has_its_names_and_config_shows_them(system: str) ->
     assert values["RATING_TOPIC_GAMES"] == "arena.game.finished.v1"
 
 
+@pytest.mark.parametrize("command", [c for c in SERVICE_COMMANDS if c[0] != "run"], ids=lambda c: c[0])
+def test_fide_is_taken_by_every_command_of_the_service(command: tuple[str, ...]) -> None:
+    """fide is served: no command refuses it at start; each goes on to reach Kafka or Redis (the
+    addresses lead nowhere: it gives up after RATING_COMMAND_RETRY_SECONDS with status 1, or stops
+    at an argument of its own). `run` is tested against a real stack (tests/integration/stream/test_fide.py)."""
+    done = run(*command, RATING_SYSTEM="fide", RATING_COMMAND_RETRY_SECONDS="0.2")
+    assert "offline only" not in done.stderr, done.stderr
+    assert "RATING_SYSTEM" not in done.stderr, done.stderr
+    assert done.returncode in (1, 2), done.stderr
+
+
 def test_the_demo_runs_no_per_period_system_and_says_why_as_every_command_does() -> None:
-    done = run("demo", "--system", "fide", "--duration", "1")
+    done = run("demo", "--system", "tornelo", "--duration", "1")
     assert done.returncode == 2
-    refused = run("run", RATING_SYSTEM="fide")  # the other commands' sentence
+    refused = run("run", RATING_SYSTEM="tornelo")  # the other commands' sentence
     assert refused.returncode == 2
-    reason = refused.stderr.split("RATING_SYSTEM=fide: ", 1)[1]
-    assert done.stderr == f"rating-worker: error: --system fide: {reason}"
+    reason = refused.stderr.split("RATING_SYSTEM=tornelo: ", 1)[1]
+    assert done.stderr == f"rating-worker: error: --system tornelo: {reason}"
     assert "offline only" in reason and done.stderr.count("\n") == 1

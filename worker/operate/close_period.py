@@ -231,31 +231,46 @@ def _text(value: bytes | str) -> str:
 
 
 async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[[str], None]) -> float:
-    """Wait until the workers have applied every input record published before now: their
-    watermarks reach the input's end offsets on every partition; the seconds it took. Past
-    RATING_CLOSE_DRAIN_TIMEOUT_SECONDS: `DrainTimedOut`."""
+    """Wait until the workers have applied every input record published before now: on every
+    partition, their watermarks in Redis or their group's committed offset reach the input's end
+    offset (the watermarks are gone after a restore; the committed offsets after a group was
+    renamed); the seconds it took. Past RATING_CLOSE_DRAIN_TIMEOUT_SECONDS: `DrainTimedOut`."""
     started = time.monotonic()
     ends = await input_ends(settings)
     deadline = started + settings.close_drain_timeout_seconds
     said = False
-    while True:
-        marks = await with_retry(store.watermarks, settings.topic_games)
-        behind = {p: (marks.get(p, 0), end) for p, end in ends.items() if marks.get(p, 0) < end}
-        if not behind:
-            seconds = time.monotonic() - started
-            log.info("drained in %.1f s", seconds, extra={"step": "drain", "partitions": len(ends)})
-            return seconds
-        if time.monotonic() > deadline:
-            listed = ", ".join(f"partition {p} at {w} of {e}" for p, (w, e) in sorted(behind.items()))
-            raise DrainTimedOut(
-                f"the workers did not apply the input up to its end within RATING_CLOSE_DRAIN_TIMEOUT_SECONDS="
-                f"{settings.close_drain_timeout_seconds:g} ({listed}); nothing new was marked: run it again once "
-                "they have caught up"
-            )
-        if not said:
-            say(f"close-period: waiting for the workers to apply the input up to its end ({len(behind)} behind)")
-            said = True
-        await asyncio.sleep(DRAIN_POLL_SECONDS)
+    # The workers' group, read, never joined: `committed` needs no membership.
+    group = AIOKafkaConsumer(**kafka_options(settings), group_id=settings.kafka_group_id, enable_auto_commit=False)
+    try:
+        await retrying(KAFKA_CONNECT, group.start)
+        while True:
+            marks = await with_retry(store.watermarks, settings.topic_games)
+            behind = {}
+            for p, end in ends.items():
+                done = marks.get(p, 0)
+                if done < end:
+                    done = max(
+                        done, await retrying(KAFKA_READ, group.committed, TopicPartition(settings.topic_games, p)) or 0
+                    )
+                if done < end:
+                    behind[p] = (done, end)
+            if not behind:
+                seconds = time.monotonic() - started
+                log.info("drained in %.1f s", seconds, extra={"step": "drain", "partitions": len(ends)})
+                return seconds
+            if time.monotonic() > deadline:
+                listed = ", ".join(f"partition {p} at {w} of {e}" for p, (w, e) in sorted(behind.items()))
+                raise DrainTimedOut(
+                    f"the workers did not apply the input up to its end within RATING_CLOSE_DRAIN_TIMEOUT_SECONDS="
+                    f"{settings.close_drain_timeout_seconds:g} ({listed}); nothing new was marked: run it again once "
+                    "they have caught up"
+                )
+            if not said:
+                say(f"close-period: waiting for the workers to apply the input up to its end ({len(behind)} behind)")
+                said = True
+            await asyncio.sleep(DRAIN_POLL_SECONDS)
+    finally:
+        await close_quietly(group.stop())
 
 
 async def input_ends(settings: WorkerSettings) -> dict[int, int]:

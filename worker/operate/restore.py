@@ -52,7 +52,16 @@ from redis.asyncio.client import Pipeline
 from worker.engine.engine import RESTORED
 from worker.engine.spec import Contract, StateCodec
 from worker.operate.close_period import refuse_during_close
-from worker.operate.redis_ops import CHUNK, connected, matching_keys, pipelined, unlink_all, with_retry
+from worker.operate.redis_ops import (
+    CHUNK,
+    connected,
+    matching_keys,
+    pipelined,
+    rating_keys,
+    read_states,
+    unlink_all,
+    with_retry,
+)
 from worker.operate.topic_scan import scan
 from worker.operate.topics import COMPACTION_LAG_MS
 from worker.rules.interface import Kind, S
@@ -307,7 +316,57 @@ async def distrust(redis: "Redis", prefix: str, reason: str) -> None:
     await with_retry(redis.set, keys.untrusted_key(prefix), reason)
 
 
-async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], None]) -> RestoreReport:
+async def restore_calendar(
+    redis: "Redis", settings: WorkerSettings, closed_through: str | None, say: Callable[[str], None]
+) -> None:
+    """A per-period system's calendar and indexes, from the restored states: the latest closed
+    period the later of `closed_through` (`--closed-through`: a period closed with no games
+    leaves no trace in the topic) and the latest any state was closed for; each period's index
+    of the ratings with games of it, from their `pending`. A state that still holds games of a
+    closed period shows an interrupted close: it is set in progress, for `close-period` to finish."""
+    spec = settings.spec()
+    periods, codec = spec.periods, spec.calendar_codec
+    if periods is None or codec is None:
+        return
+    prefix = settings.redis_key_prefix
+    states = await read_states(redis, prefix, await rating_keys(redis, prefix), spec.codec)
+    found = [p for p in map(periods.closed_through, states.values()) if p is not None]
+    latest = max(found, default=None)
+    taken = latest if closed_through is None or (latest is not None and latest >= closed_through) else closed_through
+    source = "--closed-through" if taken is not None and taken == closed_through and taken != latest else "the states"
+    calendar = periods.opening if taken is None else periods.marked(periods.opening, taken)
+    indexes: dict[str, list[str]] = {}
+    interrupted = False
+    for key, state in states.items():
+        for period in periods.pending(state):
+            indexes.setdefault(period, []).append(key)
+        interrupted = interrupted or bool(periods.closing(state, calendar))
+
+    def build(pipe: Pipeline) -> None:
+        pipe.delete(keys.periods_key(prefix), keys.indexed_key(prefix))
+        for period, ratings in indexes.items():
+            pipe.delete(keys.index_key(prefix, period))
+            pipe.sadd(keys.index_key(prefix, period), *ratings)
+        if indexes:
+            pipe.sadd(keys.indexed_key(prefix), *indexes)
+        fields: dict[bytes | bytearray | memoryview[int] | str | int | float, bytes | str | int] = {
+            "calendar": codec.encode(calendar),
+            "marks": 1 if taken else 0,
+        }
+        if interrupted and taken is not None:
+            fields["closing"] = taken
+        pipe.hset(keys.periods_key(prefix), mapping=fields)
+
+    await unlink_all(redis, await matching_keys(redis, f"{keys.index_key(prefix, '')}*"))
+    await pipelined(redis, build, atomic=True)
+    say(f"restore: latest closed period {taken or 'none'} (from {source}); {len(indexes)} periods with recorded games")
+    if interrupted:
+        say(f"restore: the close of {taken} was interrupted: run `rating-worker close-period --due` to finish it")
+
+
+async def restore(
+    settings: WorkerSettings, force: bool, say: Callable[[str], None], closed_through: str | None = None
+) -> RestoreReport:
     report = RestoreReport()
     started = last = time.monotonic()
 
@@ -333,6 +392,7 @@ async def restore(settings: WorkerSettings, force: bool, say: Callable[[str], No
         await reconcile(redis, prefix, changelog, force, report, codec, contract)
         await record_games(redis, prefix, changelog.games, settings.idempotency_retention_seconds * 1000, report)
         await clear_leases(redis, prefix, report)
+        await restore_calendar(redis, settings, closed_through, say)
         report.partial = changelog.partial_games(int(time.time() * 1000))
         if report.refused:
             await distrust(redis, prefix, f"restore refused {len(report.refused)} ratings: run it with --force")

@@ -88,6 +88,11 @@ class PeriodSystem(RatingSystem[S], Protocol[S, C]):
         the clock (`tornelo`: a tournament closes when its end is read)."""
         ...
 
+    def closed_through(self, state: S) -> str | None:
+        """The latest period whose close reached this rating, as its state shows it (`fide`:
+        `closed_period`); None where it shows none (`tornelo`: its ends are on their own topic)."""
+        ...
+
     def opponents(self, state: S, period: str) -> tuple[str, ...]:
         """The players whose states the close of `period` reads for this rating (`fide`: the
         opponents of its held games of `period`; `close`'s `lookup` is asked for no other)."""

@@ -85,7 +85,7 @@ def leftovers(stack: Stack) -> dict[str, Any]:
 
 def closed(stack: Stack) -> str | None:
     value = stack.redis_client().hget(keys.periods_key(PREFIX), "calendar")
-    return None if value is None else FIDE_CALENDAR.decode(value)
+    return None if value is None else FIDE_CALENDAR.decode(value if isinstance(value, bytes) else value.encode())
 
 
 @pytest.mark.timeout(400)
@@ -116,6 +116,32 @@ async def test_one_worker_and_close_period_publish_per_rating_what_rate_writes(s
     game_months = {json.loads(line)["finished_at"][:7] for games, _ in segments(lines) for line in games}
     still_open = sorted(m.encode() for m in game_months if m > max(months))  # the months after the last close
     assert leftovers(stack) == {"outboxes": [], "indexes": still_open, "closing": None}
+
+    # Redis lost everything of the deployment: restore gives back the states, the latest closed
+    # month (from the states' closed_period) and each open month's index (from their pending).
+    r = stack.redis_client()
+    before = {k: r.get(k) for k in r.scan_iter(f"{PREFIX}{keys.STATE}*")}
+    indexes = {m: r.smembers(keys.index_key(PREFIX, m.decode())) for m in still_open}
+    for worker in stack.workers:
+        worker.kill()
+        worker.wait(timeout=10)
+    r.delete(*r.scan_iter(f"{PREFIX}*"))
+    restored = command(stack, "restore")
+    assert restored.returncode == 0, restored.stderr.decode(errors="replace")
+    assert f"latest closed period {max(months)} (from the states)" in restored.stderr.decode()
+    assert {k: r.get(k) for k in r.scan_iter(f"{PREFIX}{keys.STATE}*")} == before
+    assert closed(stack) == max(months)
+    assert {m: r.smembers(keys.index_key(PREFIX, m.decode())) for m in still_open} == indexes
+    assert leftovers(stack) == {"outboxes": [], "indexes": still_open, "closing": None}
+    later = command(stack, "restore", "--closed-through", "9999-11")  # a month closed with no games
+    assert later.returncode == 0, later.stderr.decode(errors="replace")
+    assert "latest closed period 9999-11 (from --closed-through)" in later.stderr.decode()
+    assert "the close of 9999-11 was interrupted" in later.stderr.decode()  # the open months' games are held back
+    assert r.hget(keys.periods_key(PREFIX), "closing") == b"9999-11"
+    r.hdel(keys.periods_key(PREFIX), "closing")
+    command(stack, "restore")  # back to the states' month for the rest of the test
+    assert closed(stack) == max(months)
+    stack.start_worker(**FIDE)
 
     again = close_period(stack, max(months))  # a finished close run again publishes nothing
     assert again.returncode == 0, again.stderr.decode(errors="replace")

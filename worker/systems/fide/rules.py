@@ -400,6 +400,9 @@ class FideRules:
         before = month_number(month_at(now - grace_seconds)) - 1
         return None if before < 0 else min(month_named(before), LAST_CLOSABLE)
 
+    def closed_through(self, state: FideState) -> str | None:
+        return state.closed_period
+
     def opponents(self, state: FideState, period: str) -> tuple[str, ...]:
         """The opponents of the games of `period` held in the state: their list ratings are read at its close."""
         return tuple({h.opponent_id: None for h in entry_of(state.pending, period).held})

@@ -377,6 +377,9 @@ class TorneloRules:
     def latest_due(self, now: int, grace_seconds: int) -> str | None:
         return None  # a tournament closes when its end is read, not by the clock
 
+    def closed_through(self, state: TorneloState) -> str | None:
+        return None
+
     def opponents(self, state: TorneloState, period: str) -> tuple[str, ...]:
         return ()  # its games were valued when recorded: a close reads no other rating
 
