@@ -79,6 +79,10 @@ class Write(NamedTuple, Generic[S]):
     digest: bytes
     reads: tuple[tuple[str, int], ...]  # (rating, seq read)
     writes: Sequence[Effect[S]]
+    # Each write's rating's state before it (as the item was computed over), where known: a
+    # per-period system's store then adds the rating only to the indexes of the periods the
+    # write adds to its `pending` (the others hold it already); () adds it to every one.
+    before: Sequence[S] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,7 @@ from worker import metrics
 from worker.engine.spec import CalendarCodec, StateCodec
 from worker.rules.period_interface import Calendar
 from worker.store import keys, scripts
-from worker.store.protocol import Claimed, S, Snapshot, Watermark, Write
+from worker.store.protocol import Claimed, Effect, S, Snapshot, Watermark, Write
 from worker.store.records import pack, record_hash
 
 log = logging.getLogger(__name__)
@@ -161,7 +161,10 @@ class RedisStore(Generic[S]):
         if held is None:
             effects = [[(w.key, encode(w.state), w.payload) for w in i.writes] for i in items]
         else:
-            effects = [[(w.key, encode(w.state), w.payload, held(w.state)) for w in i.writes] for i in items]
+            effects = [
+                [(w.key, encode(w.state), w.payload, _added(held, w, i, n)) for n, w in enumerate(i.writes)]
+                for i in items
+            ]
         packed = pack(
             [
                 (
@@ -307,3 +310,13 @@ def _claimed(claimed: list[Any], blocked: list[bytes], ours: dict[str, list[byte
         rating = claimed[i].decode()
         outboxes[rating] = [*claimed[i + 1], *ours.get(rating, ())]
     return Claimed(outboxes, [b.decode() for b in blocked])
+
+
+def _added(held: Callable[[S], Sequence[str]], effect: Effect[S], item: Write[S], n: int) -> list[str]:
+    """The periods whose index `effect`'s rating enters: those its state holds games of and the
+    state before it (when the item knows it) did not; a rating stays in an index until its close."""
+    periods = held(effect.state)
+    if not item.before or not periods:
+        return list(periods)
+    had = held(item.before[n])
+    return [p for p in periods if p not in had]

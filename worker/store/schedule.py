@@ -150,8 +150,12 @@ def plan(
             write = Write(game.game_id, outcome.digest, reads, updates) if recorded else None
             if recorded:
                 records[game.game_id] = outcome.digest
+        before = []
         for update in updates:
+            before.append(states.get(update.key, unseen))
             states[update.key] = update.state
+        if write is not None:
+            write = write._replace(before=before)
         planned.append(Planned(item, outcome, write, forgotten))
     return planned
 
