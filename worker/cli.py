@@ -270,16 +270,15 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from worker.embedded.demo import demo  # noqa: PLC0415
+    from worker.embedded.demo_months import MONTH_SECONDS  # noqa: PLC0415
 
     spec = registry.BY_NAME[args.system]
     if not spec.served:
         raise UsageError(f"--system {args.system}: {_offline_only(args.system)}")
-    if spec.periodic:  # the demo runs workers and traffic only: nobody would close a period
-        raise UsageError(
-            f"--system {args.system}: the demo does not run `close-period` yet; run `rating-worker run` and "
-            "`rating-worker close-period` against your own stack instead"
-        )
-    return asyncio.run(demo(args.players, args.rate, args.workers, args.duration, args.system))
+    if args.month_seconds is not None and not spec.periodic:
+        raise UsageError(f"--month-seconds: --system {args.system} has no months (it rates each game at once)")
+    month_seconds = MONTH_SECONDS if args.month_seconds is None else args.month_seconds
+    return asyncio.run(demo(args.players, args.rate, args.workers, args.duration, args.system, month_seconds))
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
@@ -896,7 +895,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--system",
         choices=sorted(spec.name for spec in registry.BUILT_IN),
         default=registry.DEFAULT,
-        help="the rating system its workers run (fide and tornelo: `rate` only in this release)",
+        help="the rating system its workers run (tornelo: `rate` only in this release). fide's demo runs a year "
+        "of months in fast-forward, then live games: `close-period --init` the month before its first games', "
+        "then `close-period` on each month once the games' clock is past its end plus RATING_PERIOD_GRACE_SECONDS "
+        "(the hourly `--due` of a deployment, on the games' clock)",
+    )
+    demo.add_argument(
+        "--month-seconds",
+        type=_positive,
+        help="fide: a month of games every this many seconds, until the games reach the present (default: 20)",
     )
     demo.set_defaults(func=cmd_demo)
 

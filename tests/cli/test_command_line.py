@@ -75,10 +75,10 @@ def test_run_help_points_at_the_settings() -> None:
             for system in ("tornelo",)
         ),
         (
-            ("demo", "--system", "fide"),
-            "--system fide: the demo does not run `close-period` yet; run `rating-worker run` and "
-            "`rating-worker close-period` against your own stack instead",
+            ("demo", "--month-seconds", "5"),
+            "--month-seconds: --system arena has no months (it rates each game at once)",
         ),
+        (("demo", "--system", "fide", "--month-seconds", "0"), "argument --month-seconds: 0 is not a positive number"),
         (("replay-dead-letters", "--from-offset", "9", "--to-offset", "3"), "--to-offset 3 is below --from-offset 9"),
     ],
 )

@@ -2,7 +2,8 @@
 its system, the broker, Redis, the logs' folder and how it stops first, then its settings as a
 line a shell takes, with which `check` finds nothing fatal; says the workers are joining instead
 of showing no output, and leaves no temporary folder. (That the seeding is not counted as output traffic:
-tests/unit/test_demo_view.py.)"""
+tests/unit/test_demo_view.py.) fide's demo closes its months as the service does: `close-period
+--init` first, then `close-period` on each month its games have left, publishing close events."""
 
 import os
 import re
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -66,6 +68,37 @@ def test_the_demo_piped_says_what_it_runs_and_cleans_up() -> None:
     assert "demo: stopped; workers exited with [0]" in done.stderr
     assert not logs.exists()
     assert leftovers() <= before
+
+
+def test_the_fide_demo_closes_each_month_its_games_have_left_and_publishes_the_closes() -> None:
+    """A month every 3 s: within 15 s the first months are closed, in order (each once the worker
+    has applied its games: the close's drain), their ratings' close events published."""
+    args = shlex.split("demo --system fide --players 30 --rate 50 --workers 1 --duration 15 --month-seconds 3")
+    done = commands.run([*commands.WORKER, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("demo (fide): broker 127.0.0.1:"), lines[0]
+    plan = re.match(r"demo: close-period --init (\S+) \(.*\); games from (\S+), a month every 3 s", lines[2])
+    assert plan, lines[2]
+    initial, first = plan.groups()
+    assert next_month(initial) == first < datetime.now(UTC).strftime("%Y-%m")
+    closes = [re.fullmatch(r"demo: close-period (\S+): marked (.+); (\d+) ratings closed, .*", line) for line in lines]
+    closed = [(c[1], c[2].split(", "), int(c[3])) for c in closes if c]
+    assert closed, lines
+    # One month after another from the first (a close that fell behind marks several, up to its own).
+    marked = [month for _, months, _ in closed for month in months]
+    assert marked == [first, *(next_month(m) for m in marked[:-1])], marked
+    assert all(months[-1] == month for month, months, _ in closed), closed
+    assert sum(ratings for _, _, ratings in closed) > 0
+    last = [line for line in lines if "events/s out" in line][-1]
+    counted = re.search(r" (\d+) events, ", last)
+    assert counted and int(counted[1]) > 0, last
+    assert "demo: stopped; workers exited with [0]" in done.stderr
+
+
+def next_month(month: str) -> str:
+    year, number = int(month[:4]), int(month[5:])
+    return f"{year + number // 12:04d}-{number % 12 + 1:02d}"
 
 
 def test_check_with_the_settings_the_demo_prints_finds_nothing_fatal_and_prints_its_verdict_only() -> None:

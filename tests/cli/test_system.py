@@ -157,7 +157,8 @@ def test_fide_is_taken_by_every_command_of_the_service(command: tuple[str, ...])
     assert done.returncode in (1, 2), done.stderr
 
 
-def test_the_demo_runs_no_per_period_system_and_says_why_as_every_command_does() -> None:
+def test_the_demo_refuses_a_system_rated_offline_only_and_says_why_as_every_command_does() -> None:
+    """tornelo is not served (fide's demo: tests/cli/test_demo.py)."""
     done = run("demo", "--system", "tornelo", "--duration", "1")
     assert done.returncode == 2
     refused = run("run", RATING_SYSTEM="tornelo")  # the other commands' sentence

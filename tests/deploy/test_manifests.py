@@ -10,7 +10,8 @@ alerts and the dashboard to the arena's overlay. The core
 resources are validated against the Kubernetes schemas (kubernetes-validate), the CRDs get a
 structural check, the ScaledObject must read the lag of the worker's own brokers, group and topic
 (as the rendered ConfigMap gives them) with the worker's credentials, and every PromQL expression
-(alerts and dashboard) must parse and name only metrics the worker exports.
+(alerts and dashboard) must parse and name only metrics the worker exports. The overlay of a
+per-period system (fide's, and only it) runs `close-period --due` hourly, as the command Jobs run.
 """
 
 import json
@@ -25,7 +26,7 @@ import pytest
 import yaml
 from prometheus_client import REGISTRY
 
-import worker.metrics  # noqa: F401  # registers the worker's metrics
+import worker.metrics  # registers the worker's metrics
 from tests.deploy.render import render
 from worker.settings import WorkerSettings
 from worker.systems.registry import BUILT_IN, BY_NAME
@@ -53,7 +54,11 @@ KEDA_SASL = {"PLAIN": "plaintext", "SCRAM-SHA-256": "scram_sha256", "SCRAM-SHA-5
 # The kustomizations a cluster is given: every overlay (found, so a new one is tested).
 TARGETS = sorted(str(p.parent.relative_to(K8S)) for p in K8S.glob("overlays/*/kustomization.yaml"))
 # The overlays deployed beside another, which ships the namespace, the alerts and the dashboard.
-BESIDE = {"overlays/production-uscf-cc": "overlays/production", "overlays/production-glicko2": "overlays/production"}
+BESIDE = {
+    "overlays/production-uscf-cc": "overlays/production",
+    "overlays/production-glicko2": "overlays/production",
+    "overlays/production-fide": "overlays/production",
+}
 # The settings each system's component sets, and the base leaves to them.
 SYSTEM_SETTINGS = (
     "RATING_SYSTEM",
@@ -273,28 +278,81 @@ def test_the_base_has_no_command_job() -> None:
     assert [o for o in render(K8S / "base") if o["kind"] == "CronJob"] == []
 
 
-def test_every_command_job_is_a_suspended_template_run_as_the_worker_runs(rendered: list[dict[str, Any]]) -> None:
-    jobs = {o["metadata"]["name"].removesuffix(suffix(rendered)): o for o in rendered if o["kind"] == "CronJob"}
-    assert set(jobs) == set(COMMAND_JOBS)
+# The one scheduled job, in the overlay of a per-period system only: it closes what is due.
+CLOSE_PERIOD = ("rating-worker-close-period", ["rating-worker", "close-period", "--due"])
+
+
+def command_jobs(rendered: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The overlay's CronJobs by their names without the overlay's suffix."""
+    return {o["metadata"]["name"].removesuffix(suffix(rendered)): o for o in rendered if o["kind"] == "CronJob"}
+
+
+def check_runs_as_the_worker(
+    rendered: list[dict[str, Any]], name: str, job: dict[str, Any], command: list[str]
+) -> None:
+    """`job` runs `command` with the worker's image, settings, secrets and restrictions, in its
+    namespace, in pods that do not pass for workers."""
     worker = worker_container(rendered)
-    worker_labels = by_kind(rendered, "Deployment")["spec"]["selector"]["matchLabels"]
+    deployment = by_kind(rendered, "Deployment")
+    assert job["metadata"].get("namespace") == deployment["metadata"].get("namespace"), name
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]
+    assert not deployment["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items(), (
+        f"{name}'s pods pass for workers"
+    )
+    assert pod["spec"]["serviceAccountName"] == by_kind(rendered, "ServiceAccount")["metadata"]["name"]
+    (container,) = pod["spec"]["containers"]
+    assert container["command"] == command
+    for field in ("image", "envFrom", "env", "securityContext"):
+        assert container[field] == worker[field], (name, field)
+    assert pod["spec"]["restartPolicy"] == "Never"
+    assert pod["spec"]["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts["tmp"] == "/tmp" and "emptyDir" in volumes["tmp"]
+    if "/seed/seed.csv" in container["command"]:
+        seeds = volumes["seed"]["configMap"]["name"]
+        assert mounts["seed"] == "/seed" and seeds == f"rating-worker-seed{suffix(rendered)}"  # the system's rows
+    kubernetes_validate.validate(job, K8S_VERSION, strict=True)
+
+
+def test_every_command_job_is_a_suspended_template_run_as_the_worker_runs(rendered: list[dict[str, Any]]) -> None:
+    jobs = command_jobs(rendered)
+    jobs.pop(CLOSE_PERIOD[0], None)  # scheduled: the test below
+    assert set(jobs) == set(COMMAND_JOBS)
     for name, job in jobs.items():
         assert job["spec"]["suspend"] is True
-        pod = job["spec"]["jobTemplate"]["spec"]["template"]
-        assert not worker_labels.items() <= pod["metadata"]["labels"].items(), f"{name}'s pods pass for workers"
-        (container,) = pod["spec"]["containers"]
-        assert container["command"] == COMMAND_JOBS[name]
-        for field in ("image", "envFrom", "env", "securityContext"):
-            assert container[field] == worker[field], (name, field)
-        assert pod["spec"]["restartPolicy"] == "Never"
-        assert pod["spec"]["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
-        volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
-        mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
-        assert mounts["tmp"] == "/tmp" and "emptyDir" in volumes["tmp"]
-        if "/seed/seed.csv" in container["command"]:
-            seeds = volumes["seed"]["configMap"]["name"]
-            assert mounts["seed"] == "/seed" and seeds == f"rating-worker-seed{suffix(rendered)}"  # the system's rows
-        kubernetes_validate.validate(job, K8S_VERSION, strict=True)
+        check_runs_as_the_worker(rendered, name, job, COMMAND_JOBS[name])
+
+
+def test_a_per_period_systems_overlay_closes_what_is_due_hourly(rendered: list[dict[str, Any]]) -> None:
+    """fide's overlay runs `close-period --due` every hour, one run at a time, with fide's
+    settings, each run (and its one retry) outlasting the drain it may wait; no other has it."""
+    config = worker_config(rendered)
+    job = command_jobs(rendered).get(CLOSE_PERIOD[0])
+    if not BY_NAME[config["RATING_SYSTEM"]].periodic:
+        assert job is None
+        return
+    assert job is not None, f"{config['RATING_SYSTEM']}'s overlay has no {CLOSE_PERIOD[0]}"
+    assert job["metadata"]["name"] == f"{CLOSE_PERIOD[0]}-{config['RATING_SYSTEM']}"  # the overlay's suffix
+    check_runs_as_the_worker(rendered, CLOSE_PERIOD[0], job, CLOSE_PERIOD[1])
+    spec = job["spec"]
+    assert spec.get("suspend", False) is False
+    assert re.fullmatch(r"[1-5]?[0-9] \* \* \* \*", spec["schedule"]), spec["schedule"]  # once an hour
+    assert spec["timeZone"] == "Etc/UTC"  # the months' ends are UTC's
+    assert spec["concurrencyPolicy"] == "Forbid"
+    assert 0 < spec["startingDeadlineSeconds"] < 3600  # a run missed by more is the next hour's
+    run = spec["jobTemplate"]["spec"]
+    drain = float(config["RATING_CLOSE_DRAIN_TIMEOUT_SECONDS"])
+    assert (run["backoffLimit"] + 1) * drain < run["activeDeadlineSeconds"] < 3600, run
+    # Its settings are the deployment's own (fide's names, the worker's ConfigMap).
+    (source,) = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["envFrom"]
+    assert source["configMapRef"]["name"] == worker_config_name(rendered)
+
+
+def test_only_the_fide_overlay_closes_periods() -> None:
+    closing = [t for t in TARGETS if CLOSE_PERIOD[0] in command_jobs(render(K8S / t))]
+    assert closing == ["overlays/production-fide"]
+    assert worker_config(render(K8S / closing[0]))["RATING_SYSTEM"] == "fide"
 
 
 def test_the_monitoring_objects_carry_the_label_prometheus_selects(rendered: list[dict[str, Any]]) -> None:
@@ -424,6 +482,12 @@ def test_the_systems_deploy_side_by_side_sharing_no_name(overlay: str, beside: s
     for mine, other in ((ours, theirs), (theirs, ours)):
         assert all(selected(s, mine) for s in selectors_of(mine))
         assert not any(selected(s, other) for s in selectors_of(mine))
+    # Every object's name carries the overlay's suffix (the ConfigMap's before its hash).
+    for obj in ours:
+        name = obj["metadata"]["name"]
+        if obj["kind"] == "ConfigMap":
+            name = re.sub(r"-[a-z0-9]{10}$", "", name)
+        assert name.endswith(f"-{configs[1]['RATING_SYSTEM']}"), (obj["kind"], name)
     # Both in one namespace, and the same cluster settings (the one overlay is on the other).
     assert (
         by_kind(ours, "Deployment")["metadata"]["namespace"] == by_kind(theirs, "Deployment")["metadata"]["namespace"]
@@ -524,8 +588,11 @@ def test_the_dashboard_is_scoped_by_namespace_job_and_pod() -> None:
 
 
 def exported_metric_names() -> set[str]:
-    """Every series name the registry knows, histogram and counter suffixes included."""
-    return {name for names in REGISTRY._collector_to_names.values() for name in names}
+    """Every series name the registry knows, histogram and counter suffixes included; and those of
+    a per-period system's workers, registered in them only (`worker.metrics.PERIODIC`)."""
+    names = {name for names in REGISTRY._collector_to_names.values() for name in names}
+    described = [d for metric in worker.metrics.PERIODIC for d in metric.describe()]
+    return names | {d.name + ("_total" if d.type == "counter" else "") for d in described}
 
 
 def expressions() -> list[str]:

@@ -2,7 +2,9 @@
 
 Starts a local broker (tansu) and a local redis-server on free ports, creates the topics,
 seeds established players (through `import`'s path), starts worker processes, feeds them a
-live stream of generated games and shows what happens, until Ctrl-C (or --duration).
+live stream of generated games and shows what happens, until Ctrl-C (or --duration). A
+per-period system's demo (`fide`) also closes its months, with `close-period`'s steps, its
+games' months going by faster than the calendar's (`worker.embedded.demo_months`).
 """
 
 import asyncio
@@ -19,10 +21,12 @@ import time
 from collections import Counter, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from worker.embedded import demo_months
 from worker.embedded.stack import TANSU_FETCH_WAIT_MS, Broker, RedisServer, create_topics, start_worker, worker_env
 from worker.embedded.traffic import traffic
 from worker.operate.importer import import_ratings
@@ -48,6 +52,7 @@ class View:
     seeded: int = 0  # `imported` events of the seeding, before the stream
     dead_letters: int = 0
     produced: dict[int, int] = field(default_factory=dict)  # partition -> end offset
+    closes: deque[str] = field(default_factory=lambda: deque(maxlen=3))  # a per-period system's, latest first
 
     def add(self, value: bytes) -> None:
         e = json.loads(value)
@@ -73,8 +78,9 @@ class View:
 
 
 async def _feed(producer: AIOKafkaProducer, topic: str, sim: ArenaSimulation, rate: float, view: View) -> None:
-    """A live stream: `rate` games a second, with a few bad records and redeliveries."""
-    lines = sim.game_lines(10**9, bad_share=0.005, redelivery_share=0.005)
+    """A live stream: `rate` games a second, with a few bad records and redeliveries (no close
+    line: in the service a period is closed by `close-period`, never by an input record)."""
+    lines = demo_months.without_close_lines(sim.game_lines(10**9, bad_share=0.005, redelivery_share=0.005))
     interval = 1.0 / rate
     next_at = time.monotonic()
     for line in lines:
@@ -137,13 +143,16 @@ def _render(
     header: str,
     tty: bool,
     categories: tuple[str, ...],
+    months: str | None = None,
 ) -> str:
+    """The view: one line when piped (a per-period system's `months` at its end), the terminal's screen otherwise."""
     if not tty:
+        where = "" if months is None else f"; {months}"
         if not joined:
-            return f"demo: {rate_in:6.0f} games/s in, {JOINING}"
+            return f"demo: {rate_in:6.0f} games/s in, {JOINING}{where}"
         return (
             f"demo: {rate_in:6.0f} games/s in, {rate_out:6.0f} events/s out, lag {sum(lag.values())}, "
-            f"{view.events} events, {view.dead_letters} dead letters, {len(view.ratings)} ratings"
+            f"{view.events} events, {view.dead_letters} dead letters, {len(view.ratings)} ratings{where}"
         )
     lines = [header, ""]
     if not joined:
@@ -152,6 +161,9 @@ def _render(
         lines.append(f"games in {rate_in:7.0f}/s   events out {rate_out:7.0f}/s   total events {view.events}")
     lines.append(f"lag per partition {lag}   dead letters {view.dead_letters}")
     lines.append("kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(view.kinds.items())))
+    if months is not None:
+        lines.append(f"months: {months}")
+        lines.extend(f"  {close}" for close in view.closes)
     lines.append("")
     columns = [view.top(c) for c in categories]
     lines.append("".join(f"{c:<22}" for c in categories))
@@ -168,15 +180,30 @@ def _render(
     return "\033[H\033[2J" + "\n".join(lines)
 
 
+def _said(view: View, line: str, tty: bool) -> None:
+    """A line of the demo's closes: kept for the terminal's view, printed at once when piped."""
+    view.closes.appendleft(line)
+    if not tty:
+        print(f"demo: {line}", flush=True)
+
+
 def shell_settings(env: Mapping[str, str]) -> str:
     """The stack's settings as one `export` line a shell takes (the workers' own, bar log and fetch tuning)."""
     names = ("SYSTEM", "KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL", "PARTITIONS")
     return "export " + " ".join(f"RATING_{name}={shlex.quote(env[f'RATING_{name}'])}" for name in names)
 
 
-async def demo(players: int, rate: float, workers: int, duration: float | None, system: str = registry.DEFAULT) -> int:
+async def demo(
+    players: int,
+    rate: float,
+    workers: int,
+    duration: float | None,
+    system: str = registry.DEFAULT,
+    month_seconds: float = demo_months.MONTH_SECONDS,
+) -> int:
     """The demo of `system` until Ctrl-C or `duration`; its temporary folders (worker logs, Redis's
-    files) are removed at exit, unless a worker failed (its log is kept, and named)."""
+    files) are removed at exit, unless a worker failed (its log is kept, and named). A per-period
+    system's games go by a month every `month_seconds` (`worker.embedded.demo_months`)."""
     # The embedded default is the system's defaults, whatever the shell says: its workers get no
     # RATING_* variable but those it sets (worker_env), and its own settings must name the same things.
     ignored = sorted(k for k in os.environ if k.startswith("RATING_"))
@@ -210,7 +237,17 @@ async def demo(players: int, rate: float, workers: int, duration: float | None, 
             {settings.topic_games: PARTITIONS, settings.topic_ratings: PARTITIONS, settings.topic_dead_letters: 1},
         )
         rules = settings.rules()
-        sim = traffic(settings.spec())(players, seed=int(time.time()))
+        tty = sys.stdout.isatty()
+        view = View()
+        closer: demo_months.MonthCloser | None = None
+        sim: ArenaSimulation
+        if settings.spec().periodic:
+            fast = demo_months.fast_months(players, int(time.time()), rate, month_seconds, datetime.now(UTC))
+            closer = demo_months.MonthCloser(settings, fast, lambda line: _said(view, line, tty))
+            await closer.init()  # before the seeding: refused once a rating has state
+            sim = fast
+        else:
+            sim = traffic(settings.spec())(players, seed=int(time.time()))
         seed_file = tmp / "seed.csv"
         seed_file.write_text(sim.seed_csv())
         counts, _ = await import_ratings(settings, read_seed_file(seed_file, rules), force=False)
@@ -225,21 +262,25 @@ async def demo(players: int, rate: float, workers: int, duration: float | None, 
             f"its settings, for `rating-worker check` or any command in another shell: {shell_settings(env)}"
         )
         header = f"rating {first}\n{settings_line}"
+        if closer is not None:
+            header += f"\nmonths: {closer.plan(month_seconds, rate)}"
         # Whatever the output: the terminal's view repeats it, a pipe gets it once.
-        if not sys.stdout.isatty():
+        if not tty:
             print(f"{first}\ndemo: {settings_line}", flush=True)
-        view = View()
+            if closer is not None:
+                print(f"demo: {closer.plan(month_seconds, rate)}", flush=True)
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5)
         await producer.start()
         tasks = [
             asyncio.create_task(_feed(producer, settings.topic_games, sim, rate, view)),
             asyncio.create_task(_watch(broker.bootstrap, settings, view)),
         ]
+        if closer is not None:
+            tasks.append(asyncio.create_task(closer.run()))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, stop.set)
         loop.add_signal_handler(signal.SIGTERM, stop.set)
-        tty = sys.stdout.isatty()
         started = time.monotonic()
         last_in, last_out, last_t = 0, 0, started
         try:
@@ -253,7 +294,13 @@ async def demo(players: int, rate: float, workers: int, duration: float | None, 
                 rate_in, rate_out = (produced - last_in) / elapsed, (view.events - last_out) / elapsed
                 last_in, last_out, last_t = produced, view.events, now
                 joined = committed or view.events > 0
-                print(_render(view, lag, joined, rate_in, rate_out, header, tty, rules.categories), flush=True)
+                months = None if closer is None else closer.status()
+                print(_render(view, lag, joined, rate_in, rate_out, header, tty, rules.categories, months), flush=True)
+                failed = [t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
+                if failed:  # the stream, the view or the closes: nothing more would happen
+                    keep = True
+                    print(f"demo: failed: {failed[0].exception()!r}; the worker logs are in {tmp}", file=sys.stderr)
+                    return 1
                 for p in processes:
                     if p.poll() is not None:
                         keep = True  # its log tells why
