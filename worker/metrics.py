@@ -155,6 +155,89 @@ OFFSETS_MISSING = Counter(
 )
 BUILD = Info("rating_build", "Version of the worker")
 
+# A per-period system's closes (fide's months): registered only in the workers of such a system
+# (`prepare`, `show_periods`), so that no other deployment has their series. `rating-worker
+# close-period` runs as a one-shot pod that no Prometheus scrapes: it records its outcome in Redis,
+# and every worker exports that record, with the calendar and the close in progress, read every few
+# seconds (`worker.service.period_closes`): every pod shows the same values, a scrape never waits
+# on Redis. Those read from Redis are registered at the first read, with the values read, so that
+# no pod shows a 0 it does not mean (nor a counter that jumps from 0 to the store's count).
+# The outcomes of a close-period run (of PERIOD or --due; --init and --status are not closes).
+CLOSE_OUTCOMES: tuple[str, ...] = ("closed", "nothing_due", "refused", "drain_timed_out", "failed")
+PERIOD_LATE_GAMES = Counter(
+    "rating_period_games_late",
+    "Games recorded late by this process: their period was closed already, so they went to the oldest open "
+    "one (fide: a game of the latest closed month L or earlier, recorded in L + 1)",
+    registry=None,
+)
+PERIOD_CLOSES = Counter(
+    "rating_period_closes",
+    "close-period runs, by outcome, as they recorded it in Redis: closed (it marked or finished a close), "
+    "nothing_due (nothing to close), refused (a period not due or never closed), drain_timed_out, failed "
+    "(Kafka or Redis unreachable past the retries, interrupted, an error)",
+    ["outcome"],
+    registry=None,
+)
+PERIOD_LATEST_CLOSED = Gauge(
+    "rating_period_latest_closed",
+    "The latest closed period as a number that grows with each mark (fide: the month L as months since "
+    "0000-01, year x 12 + month - 1); -1 while none is closed",
+    registry=None,
+)
+PERIOD_DUE_OPEN = Gauge(
+    "rating_period_due_open",
+    "1 while the latest period due by the clock (its end plus RATING_PERIOD_GRACE_SECONDS passed; fide: last "
+    "month, from an hour into this one) is not marked closed; 0 once it is",
+    registry=None,
+)
+PERIOD_CLOSE_IN_PROGRESS = Gauge(
+    "rating_period_close_in_progress",
+    "1 while a close is in progress (its period marked, its ratings not all closed and published); import, "
+    "restore, switch-over and erase are refused meanwhile",
+    registry=None,
+)
+PERIOD_RATINGS_LEFT = Gauge(
+    "rating_period_close_ratings_left",
+    "Ratings left to close in the close in progress (its index); 0 when none is in progress",
+    registry=None,
+)
+PERIOD_LAST_CLOSED = Gauge(
+    "rating_period_last_closed_timestamp_seconds",
+    "Unix time the last close finished (every rating of its period closed and published); 0 before any",
+    registry=None,
+)
+PERIOD_CLOSE_SECONDS = Gauge(
+    "rating_period_last_close_seconds",
+    "How long the last close-period run that closed something took, its drain included",
+    registry=None,
+)
+PERIOD_DRAIN_SECONDS = Gauge(
+    "rating_period_last_drain_seconds",
+    "How long the last drain of close-period took (until the workers applied the input up to its end), "
+    "one that timed out included",
+    registry=None,
+)
+PERIOD_RATINGS_CLOSED = Gauge(
+    "rating_period_last_close_ratings",
+    "Ratings closed by the last close-period run that closed something (a close event each; those the workers "
+    "closed first, at their next game, not counted)",
+    registry=None,
+)
+# Read from Redis by the workers (`show_periods` registers them); the late games are this process's own.
+FROM_STORE: tuple[MetricWrapperBase, ...] = (
+    PERIOD_CLOSES,
+    PERIOD_LATEST_CLOSED,
+    PERIOD_DUE_OPEN,
+    PERIOD_CLOSE_IN_PROGRESS,
+    PERIOD_RATINGS_LEFT,
+    PERIOD_LAST_CLOSED,
+    PERIOD_CLOSE_SECONDS,
+    PERIOD_DRAIN_SECONDS,
+    PERIOD_RATINGS_CLOSED,
+)
+PERIODIC: tuple[MetricWrapperBase, ...] = (PERIOD_LATE_GAMES, *FROM_STORE)
+_shown: set[MetricWrapperBase] = set()  # those of PERIODIC registered in the default registry
+
 # Every label of every metric above with its values, but those given to `label_values` (a dead
 # letter's error kind; a system's kinds, categories and skip reasons) and `worker.stream.retry`'s
 # (see RETRIES). An Info metric's labels are the keys it is given (`worker.service.process`).
@@ -166,6 +249,7 @@ LABEL_VALUES: dict[MetricWrapperBase, dict[str, LabelValues]] = {
     STALL_SECONDS: {"partition": ANY_PARTITION},
     PAUSED_AT: {"partition": ANY_PARTITION},
     BUILD: {"version": "the package's version", "python": "the Python version"},
+    PERIOD_CLOSES: {"outcome": CLOSE_OUTCOMES},
 }
 
 
@@ -206,16 +290,27 @@ class RetriedOperation(Protocol):
     def dependency(self) -> str: ...
 
 
-def prepare(system: SystemLabels, error_kinds: Iterable[str], retried: Iterable[RetriedOperation]) -> None:
+def prepare(
+    system: SystemLabels, error_kinds: Iterable[str], retried: Iterable[RetriedOperation], *, periodic: bool = False
+) -> None:
     """Create each series of a fixed label set of `system` (and of the dead letters' `error_kinds`)
     at 0 (an alert on `increase()` or `== 0` sees a counter that never moved, and the first
     increment is an increase it can see), and remove any other (another system's, if a process
     prepared one before: the tests); and the retries' series of each of the `retried` operations
-    (`worker.stream.retry.OPERATIONS`), with its dependency."""
+    (`worker.stream.retry.OPERATIONS`), with its dependency. A `periodic` system's workers also
+    count late games (at 0); the metrics read from Redis wait for `show_periods`; any other
+    process has none of PERIODIC."""
+    for metric in list(_shown):
+        REGISTRY.unregister(metric)
+        _shown.discard(metric)
+    if periodic:
+        _show(PERIOD_LATE_GAMES)
     for operation in retried:
         RETRIES.labels(operation.label, operation.dependency)
     values = label_values(error_kinds=error_kinds, kinds=system.kinds, categories=system.categories, skips=system.skips)
     for metric, labels in values.items():
+        if metric in PERIODIC:  # their series are the store's, made at the values read (`show_periods`)
+            continue
         fixed = [v for v in labels.values() if isinstance(v, tuple)]
         if len(fixed) < len(labels):  # an open set (a partition's number), or an Info metric's keys
             continue
@@ -226,6 +321,18 @@ def prepare(system: SystemLabels, error_kinds: Iterable[str], retried: Iterable[
         present = {tuple(s.labels[n] for n in names) for family in metric.collect() for s in family.samples}
         for combination in present - set(wanted):
             metric.remove(*combination)
+
+
+def show_periods() -> None:
+    """Serve the metrics read from Redis (FROM_STORE), once the first read has set them."""
+    for metric in FROM_STORE:
+        _show(metric)
+
+
+def _show(metric: MetricWrapperBase) -> None:
+    if metric not in _shown:
+        REGISTRY.register(metric)
+        _shown.add(metric)
 
 
 class _WithSystem(Collector):

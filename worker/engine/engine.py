@@ -69,6 +69,9 @@ class GameOutcome(NamedTuple, Generic[S]):
     digest: bytes  # the game's facts digest: its idempotency record, stored unless already known
     skip: Skip | None = None
     updates: tuple[Update[S], ...] = ()
+    # A per-period system's game whose own period was closed already: recorded in another (fide: the
+    # oldest open month) or rated at once, not where a calendar with nothing closed would put it.
+    late: bool = False
 
 
 class CloseOutcome(NamedTuple, Generic[S]):
@@ -180,7 +183,8 @@ class Engine(Generic[S]):
     ) -> GameOutcome[S]:
         """A per-period system's game: each player first closed for the closed periods he still
         holds (white's closes, then black's), then the game recorded in its period, or rated at
-        once where it has none (`recorded_in`), on the closed states."""
+        once where it has none (`recorded_in`), on the closed states; `late` if that is not where a
+        calendar with nothing closed would put it (its own period is closed)."""
         periods = self.periods
         assert periods is not None
         if calendar is None:
@@ -200,9 +204,9 @@ class Engine(Generic[S]):
                 if closes
                 else GameOutcome(Verdict.SKIPPED, digest, rated)
             )
-        return GameOutcome(
-            Verdict.APPLIED, digest, None, (*closes, *self._updates(game, category, rated, white, black, keys))
-        )
+        late = calendar != periods.opening and period != periods.recorded_in(game, periods.opening)
+        updates = (*closes, *self._updates(game, category, rated, white, black, keys))
+        return GameOutcome(Verdict.APPLIED, digest, None, updates, late)
 
     def _closed(
         self,

@@ -42,6 +42,10 @@ class CalendarCodec(Protocol):
 
     def decode(self, value: bytes) -> Calendar: ...  # b"": the opening calendar (nothing closed)
 
+    # The calendar as a number that grows with each mark, for the metrics (`rating_period_latest_closed`);
+    # None while nothing is closed.
+    def number(self, calendar: Calendar) -> int | None: ...
+
 
 # The platform's topic of finished games: every system's input but `uscf-cc`'s.
 GAMES_TOPIC = "arena.game.finished.v1"

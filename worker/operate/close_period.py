@@ -27,6 +27,13 @@ A close of PERIOD:
    empty index finishes the close.
 Two closes at once are safe: a mark is made only over the calendar version its maker read and
 only when no close is in progress, and each rating is closed once, under its check-and-set.
+
+Each step is a JSON log line (its `step`: `refused`, `nothing_due`, `finish_in_progress`,
+`drain_start`, `drain_progress`, `drain_end`, `drain_timeout`, `mark`, `closing`, `chunk`,
+`finished`, `failed`, then `done` with the run's `outcome`), and each run's outcome is recorded in
+Redis (`worker.service.period_closes`; a line `record` if it was not), for the workers to export:
+the command's pod is not scraped. A run on a prefix no command of the system has written to yet
+(refused on a new deployment) records nothing: a key there would make the prefix the arena's.
 """
 
 import asyncio
@@ -43,6 +50,7 @@ from redis.asyncio import Redis
 from worker.engine.engine import CloseOutcome
 from worker.operate.redis_ops import connected, with_retry
 from worker.rules.period_interface import Calendar, PeriodSystem
+from worker.service import period_closes
 from worker.service.connections import close_quietly, kafka_options
 from worker.service.owner import own_prefix
 from worker.service.wiring import pipeline_for, process_token
@@ -58,7 +66,11 @@ log = logging.getLogger(__name__)
 
 CHUNK = 500  # ratings closed per batch (one read, one apply, rounds of publication)
 DRAIN_POLL_SECONDS = 0.5
+DRAIN_LOG_SECONDS = 10.0  # a drain that waits says how far behind the workers are this often
 END_FETCH_SECONDS = 10.0  # the fetches that find each partition's end (see `input_ends`)
+# Recording the run's outcome (`period_closes.record`): one attempt, given up past this, so that a
+# run that failed for want of Redis does not wait for it once more.
+RECORD_SECONDS = 2.0
 
 
 class CloseRefused(Exception):
@@ -67,6 +79,10 @@ class CloseRefused(Exception):
 
 class DrainTimedOut(Exception):
     """The workers did not apply the input up to its end in time: nothing marked (status 1)."""
+
+    def __init__(self, message: str, seconds: float) -> None:
+        super().__init__(message)
+        self.seconds = seconds  # how long it waited
 
 
 class CloseInProgress(Exception):
@@ -80,6 +96,7 @@ class CloseReport:
     closed: int = 0  # ratings it closed (a close event each)
     by_games: int = 0  # ratings found closed already (by their next game, or another close)
     drain_seconds: float = 0.0
+    drained: bool = False  # it drained (a run with no period due does not)
     seconds: float = 0.0
 
 
@@ -126,15 +143,55 @@ async def refuse_during_close(redis: Redis, settings: WorkerSettings, command: s
 async def close_period(
     settings: WorkerSettings, period: str | None, force: bool, say: Callable[[str], None]
 ) -> CloseReport:
-    """Close `period` (None: every due period) and every earlier open one: the module's steps."""
+    """Close `period` (None: every due period) and every earlier open one: the module's steps; the
+    run's outcome logged and recorded for the workers' metrics, whatever it is."""
     started = time.monotonic()
-    periods = periods_of(settings)
+    periods = periods_of(settings)  # a system without periods: refused, nothing recorded
+    report = CloseReport()
+    outcome = period_closes.FAILED
+    try:
+        await _close(settings, periods, period, force, say, report)
+        outcome = period_closes.CLOSED if report.marked or report.finished else period_closes.NOTHING_DUE
+        if outcome == period_closes.NOTHING_DUE:
+            log.info("nothing to close", extra={"step": "nothing_due", "period": period})
+        return report
+    except CloseRefused as e:
+        outcome = period_closes.REFUSED
+        log.warning("refused: %s", e, extra={"step": "refused", "period": period})
+        raise
+    except DrainTimedOut as e:
+        outcome = period_closes.DRAIN_TIMED_OUT
+        report.drain_seconds, report.drained = e.seconds, True
+        raise
+    except BaseException as e:  # unreachable past the retries, interrupted (CancelledError), an error
+        log.error("failed (%s: %s)", type(e).__name__, e, extra={"step": "failed", "period": period})
+        raise
+    finally:
+        report.seconds = time.monotonic() - started
+        log.info(
+            "close-period %s in %.1f s",
+            outcome,
+            report.seconds,
+            extra={"step": "done", "outcome": outcome, "seconds": round(report.seconds, 3), "ratings": report.closed},
+        )
+        await _record(settings, outcome, report)
+
+
+async def _close(
+    settings: WorkerSettings,
+    periods: PeriodSystem[Any],
+    period: str | None,
+    force: bool,
+    say: Callable[[str], None],
+    report: CloseReport,
+) -> None:
+    """The module's steps, into `report`."""
     now = int(time.time())
     due = periods.latest_due(now, settings.period_grace_seconds)
     if period is None:
         if due is None:
             say("close-period: no period is due")
-            return CloseReport()
+            return
         period = due
     checked_period(periods, period)
     if not force and (due is None or period > due):
@@ -142,36 +199,81 @@ async def close_period(
             f"{period} is not due yet (RATING_PERIOD_GRACE_SECONDS={settings.period_grace_seconds} after its end "
             "has not passed): closed now, its games still to come would be late; --force closes it all the same"
         )
-    report = CloseReport()
     async with pipeline_for(settings) as (pipeline, _, store):
-        await finish_in_progress(pipeline, store, report, say)
+        await finish_in_progress(pipeline, store, report, say, resumed=True)
         report.drain_seconds = await drain(settings, store, say)
-        while True:
-            snapshot = await store.read([], [])
-            recorded = await _recorded(store)
-            months = pipeline.engine.marks(snapshot.calendar, period, recorded)
-            if not months:
-                break
-            month = months[0]
-            assert snapshot.calendar_version is not None
-            calendar = pipeline.engine.marked(snapshot.calendar, month)
-            marked = await store.mark(snapshot.calendar_version, calendar, month)
-            if marked == 0:  # another close marked meanwhile: read the calendar again
-                continue
-            if marked == 1:
-                report.marked.append(month)
-                log.info("marked %s closed", month, extra={"period": month, "step": "mark"})
-                say(f"close-period: {month} marked closed")
-            await finish_in_progress(pipeline, store, report, say)
-    report.seconds = time.monotonic() - started
-    return report
+        report.drained = True
+        await mark_through(pipeline, store, period, report, say)
+
+
+async def _record(settings: WorkerSettings, outcome: str, report: CloseReport) -> None:
+    """The run's outcome recorded in Redis (`period_closes.record`): the counts, and the durations
+    and ratings of a run that closed something; a failure to record it is logged, never raised."""
+    closed = outcome == period_closes.CLOSED
+    try:
+        async with asyncio.timeout(RECORD_SECONDS), connected(settings, ping=False) as redis:
+            recorded = await period_closes.record(
+                redis,
+                settings.redis_key_prefix,
+                settings.spec().name,
+                outcome,
+                seconds=report.seconds if closed else None,
+                ratings=report.closed if closed else None,
+                drain_seconds=report.drain_seconds if report.drained else None,
+            )
+        if not recorded:
+            log.info(
+                "the outcome %s was not recorded: RATING_REDIS_KEY_PREFIX=%s is not %s's (nothing of it there yet)",
+                outcome,
+                settings.redis_key_prefix,
+                settings.spec().name,
+                extra={"step": "record", "outcome": outcome},
+            )
+    except Exception as e:
+        log.warning(
+            "the outcome %s was not recorded for the metrics (%s: %s)",
+            outcome,
+            type(e).__name__,
+            e,
+            extra={"step": "record", "outcome": outcome},
+        )
+
+
+async def mark_through(
+    pipeline: Pipeline[Any], store: RedisStore[Any], period: str, report: CloseReport, say: Callable[[str], None]
+) -> None:
+    """Mark and close, one at a time, each period a close of `period` marks (step 4), each once
+    the close before it is finished (also `switch-over`'s, setting the live calendar)."""
+    while True:
+        snapshot = await store.read([], [])
+        recorded = await _recorded(store)
+        months = pipeline.engine.marks(snapshot.calendar, period, recorded)
+        if not months:
+            return
+        month = months[0]
+        assert snapshot.calendar_version is not None
+        calendar = pipeline.engine.marked(snapshot.calendar, month)
+        marked = await store.mark(snapshot.calendar_version, calendar, month)
+        if marked == 0:  # another close marked meanwhile: read the calendar again
+            continue
+        if marked == 1:
+            report.marked.append(month)
+            log.info("marked %s closed", month, extra={"period": month, "step": "mark"})
+            say(f"close-period: {month} marked closed")
+        await finish_in_progress(pipeline, store, report, say)
 
 
 async def finish_in_progress(
-    pipeline: Pipeline[Any], store: RedisStore[Any], report: CloseReport, say: Callable[[str], None]
+    pipeline: Pipeline[Any],
+    store: RedisStore[Any],
+    report: CloseReport,
+    say: Callable[[str], None],
+    *,
+    resumed: bool = False,
 ) -> None:
     """The close in progress, if any, finished: every rating of its index closed and published,
-    then the index emptied and the close marked finished."""
+    then the index emptied and the close marked finished (`resumed`: one found at the start, which
+    an earlier run left, rather than this run's mark)."""
     redis, prefix = store.redis, store.prefix
     while True:
         (period,) = await fields(redis, prefix, "closing")
@@ -179,6 +281,17 @@ async def finish_in_progress(
             return
         index = keys.index_key(prefix, period)
         left = await with_retry(redis.scard, index)
+        if resumed:
+            log.info(
+                "the close of %s is in progress, %d ratings left: finishing it",
+                period,
+                left,
+                extra={"step": "finish_in_progress", "period": period, "ratings": left},
+            )
+        else:
+            log.info(
+                "closing %s: %d ratings", period, left, extra={"step": "closing", "period": period, "ratings": left}
+            )
         say(f"close-period: closing {period}: {left} ratings to close")
         cursor = 0
         while True:
@@ -238,7 +351,13 @@ async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[
     started = time.monotonic()
     ends = await input_ends(settings)
     deadline = started + settings.close_drain_timeout_seconds
+    log.info(
+        "draining: waiting until the workers have applied %s up to its end offsets",
+        settings.topic_games,
+        extra={"step": "drain_start", "partitions": len(ends)},
+    )
     said = False
+    next_log = started
     # The workers' group, read, never joined: `committed` needs no membership.
     group = AIOKafkaConsumer(**kafka_options(settings), group_id=settings.kafka_group_id, enable_auto_commit=False)
     try:
@@ -254,16 +373,36 @@ async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[
                     )
                 if done < end:
                     behind[p] = (done, end)
+            now = time.monotonic()
             if not behind:
-                seconds = time.monotonic() - started
-                log.info("drained in %.1f s", seconds, extra={"step": "drain", "partitions": len(ends)})
+                seconds = now - started
+                log.info(
+                    "drained in %.1f s",
+                    seconds,
+                    extra={"step": "drain_end", "partitions": len(ends), "seconds": round(seconds, 3)},
+                )
                 return seconds
-            if time.monotonic() > deadline:
+            records = sum(e - w for w, e in behind.values())
+            if now >= next_log:
+                log.info(
+                    "draining: %d partitions behind, %d records",
+                    len(behind),
+                    records,
+                    extra={"step": "drain_progress", "partitions": len(behind), "behind": records},
+                )
+                next_log = now + DRAIN_LOG_SECONDS
+            if now > deadline:
                 listed = ", ".join(f"partition {p} at {w} of {e}" for p, (w, e) in sorted(behind.items()))
+                log.error(
+                    "drain timed out: %s",
+                    listed,
+                    extra={"step": "drain_timeout", "partitions": len(behind), "behind": records},
+                )
                 raise DrainTimedOut(
                     f"the workers did not apply the input up to its end within RATING_CLOSE_DRAIN_TIMEOUT_SECONDS="
                     f"{settings.close_drain_timeout_seconds:g} ({listed}); nothing new was marked: run it again once "
-                    "they have caught up"
+                    "they have caught up",
+                    now - started,
                 )
             if not said:
                 say(f"close-period: waiting for the workers to apply the input up to its end ({len(behind)} behind)")

@@ -5,8 +5,21 @@ import logging
 import sys
 import time
 
-# Fields a log call may add with `extra=`; they become keys of the JSON line.
-EXTRA_FIELDS = ("game_id", "partition", "offset", "error_kind")
+# Fields a log call may add with `extra=`; they become keys of the JSON line. `step` and the rest
+# are close-period's (`worker.operate.close_period`): each step of a close, and what it counts.
+EXTRA_FIELDS = (
+    "game_id",
+    "partition",
+    "offset",
+    "error_kind",
+    "step",
+    "period",
+    "ratings",
+    "partitions",
+    "behind",
+    "seconds",
+    "outcome",
+)
 
 
 class JsonFormatter(logging.Formatter):

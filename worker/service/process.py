@@ -30,7 +30,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from worker import metrics
 from worker.engine.decoder import ErrorKind
-from worker.service import memory_trace
+from worker.service import memory_trace, period_closes
 from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
 from worker.service.health import serve_http, watch_dependencies
 from worker.service.owner import PrefixOwned
@@ -130,7 +130,7 @@ async def serve(settings: WorkerSettings) -> int:
 
 async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Progress, failing: retry.Failing) -> int:
     rules = settings.rules()
-    metrics.prepare(rules, ErrorKind, retry.OPERATIONS)
+    metrics.prepare(rules, ErrorKind, retry.OPERATIONS, periodic=settings.spec().periodic)
     metrics.BUILD.info({"version": version("arena-rating-worker"), "python": platform.python_version()})
     health = Health(stall_seconds=settings.stall_seconds)
     metrics.STALL_THRESHOLD.set(settings.stall_seconds)
@@ -204,6 +204,9 @@ async def _run_consumer(
     # Redis's check runs the store's guard: a loss of this process's writes is found within
     # a check interval even while no game arrives.
     watching = asyncio.create_task(watch_dependencies(health, failing, producer.client.fetch_all_metadata, store.check))
+    # A per-period system's closes, which `close-period` records in Redis, exported as metrics.
+    closes = period_closes.watch_for(settings, store.redis)
+    watching_closes = None if closes is None else asyncio.create_task(closes)
     progress.consuming = True
     log.info("consuming %s as group %s", settings.topic_games, settings.kafka_group_id)
     try:
@@ -211,3 +214,5 @@ async def _run_consumer(
         progress.drained = True
     finally:
         watching.cancel()
+        if watching_closes is not None:
+            watching_closes.cancel()

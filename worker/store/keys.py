@@ -38,8 +38,12 @@ UNREADABLE = "unreadable:"
 # {prefix}periods -> hash: `calendar` (what is closed: fide the latest closed month L, encoded by the
 # system's calendar codec), `marks` (how many marks were made: a batch that read another count is
 # computed again), `closing` (the period marked whose index is not empty yet), `closed_at` (unix
-# seconds of the last close finished) and the last close's outcome and durations, for the metrics
+# seconds of the last close finished)
 PERIODS = "periods"
+# {prefix}closes -> hash: what the runs of `rating-worker close-period` came to, for the workers'
+# metrics (see worker.service.period_closes): a count per outcome (`closed`, `nothing_due`, ...), and
+# `seconds`, `ratings` (of the last run that closed something) and `drain_seconds` (of the last drain)
+CLOSES = "closes"
 # {prefix}i:{period} -> set: the ratings with recorded games of the period (added to by the apply that
 # records a game; a rating leaves it once its close event is acknowledged)
 INDEX = "i:"
@@ -85,6 +89,10 @@ def unreadable_key(prefix: str, topic: str, partition: int) -> str:
 
 def periods_key(prefix: str) -> str:
     return f"{prefix}{PERIODS}"
+
+
+def closes_key(prefix: str) -> str:
+    return f"{prefix}{CLOSES}"
 
 
 def index_key(prefix: str, period: str) -> str:

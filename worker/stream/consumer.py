@@ -575,11 +575,13 @@ class _Tally:
     later: Counter[tuple[str, str]] = field(default_factory=Counter)  # published once the parked are
     later_games: list[float] = field(default_factory=list)  # their input records' timestamps (s)
     skipped: Counter[str] = field(default_factory=Counter)  # by reason
+    late: int = 0  # a per-period system's games recorded late (their period closed)
 
     def count(self, outcome: GameOutcome[Any], timestamp: float) -> bool:
         """Count one game; whether its rating changes were all published (acknowledged) already."""
         if outcome.verdict is Verdict.APPLIED:
             self.rated += 1
+            self.late += outcome.late
             waiting = False
             for u in outcome.updates:
                 if u.key in self.parked:
@@ -597,6 +599,8 @@ class _Tally:
 
     def add_to_metrics(self, waiting: Iterable["asyncio.Future[None]"]) -> None:
         metrics.GAMES_RATED.inc(self.rated)
+        if self.late:
+            metrics.PERIOD_LATE_GAMES.inc(self.late)
         _count_published(self.published)
         for reason, n in self.skipped.items():
             metrics.GAMES_SKIPPED.labels(reason).inc(n)

@@ -4,6 +4,7 @@
 `opponent=score` joined by `+`; `initial` entries `period,games,points,ratings`.
 (What every codec shares: `worker.store.state_codec`.)"""
 
+from worker.rules.finished_at import month_number
 from worker.rules.hundredths import Hundredths
 from worker.store.state_codec import hundredths_or_none, optional
 from worker.systems.fide.rules import Entry, FideState, Held, Pooled
@@ -79,6 +80,11 @@ class FideCalendarCodec:
     @staticmethod
     def decode(value: bytes) -> str | None:
         return value.decode() or None
+
+    @staticmethod
+    def number(calendar: object) -> int | None:
+        """L as months since 0000-01 (`rating_period_latest_closed`): months subtract."""
+        return None if calendar is None else month_number(str(calendar))
 
 
 FIDE_CALENDAR = FideCalendarCodec()
