@@ -261,8 +261,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level)
     rows = _seed_rows(settings, args.seed)
     counts, refused = _one_shot(settings, lambda: import_ratings(settings, rows, args.force))
+    # Forced, only a per-period system refuses: a rating holding games not closed yet (counted with its rating).
+    why = (
+        "holds games of a period not closed yet (counted with its rating): import it once they are closed"
+        if args.force
+        else "already has state (use --force to overwrite it)"
+    )
     for rating in refused:
-        print(f"refused: {rating} already has state (use --force to overwrite it)", file=sys.stderr)
+        print(f"refused: {rating} {why}", file=sys.stderr)
     summary = ", ".join(f"{verdict} {n}" for verdict, n in sorted(counts.items()))
     print(f"import: {len(rows)} rows: {summary}", file=sys.stderr)
     return 1 if refused else 0
@@ -484,22 +490,27 @@ def cmd_check(args: argparse.Namespace) -> int:
     return FAILED if stopping else 0
 
 
+def _closed_through(settings: "WorkerSettings", period: str | None) -> str | None:
+    """`--closed-through PERIOD` checked: a period the system's close-period could close."""
+    if period is None:
+        return None
+    if settings.spec().calendar_codec is None:
+        raise UsageError(f"--closed-through: RATING_SYSTEM={settings.system} has no periods closed by close-period")
+    from worker.operate.close_period import CloseRefused, checked_period, periods_of  # noqa: PLC0415
+
+    try:
+        return checked_period(periods_of(settings), period)
+    except CloseRefused as e:
+        raise UsageError(f"--closed-through: {e}") from None
+
+
 def cmd_restore(args: argparse.Namespace) -> int:
     from worker.operate.restore import restore  # noqa: PLC0415
     from worker.service.logs import configure_logging  # noqa: PLC0415
 
     settings = _worker_settings()
     configure_logging(settings.log_level)
-    closed = args.closed_through
-    if closed is not None and settings.spec().calendar_codec is None:
-        raise UsageError(f"--closed-through: RATING_SYSTEM={settings.system} has no periods closed by close-period")
-    if closed is not None:
-        from worker.operate.close_period import CloseRefused, checked_period, periods_of  # noqa: PLC0415
-
-        try:
-            checked_period(periods_of(settings), closed)
-        except CloseRefused as e:
-            raise UsageError(f"--closed-through: {e}") from None
+    closed = _closed_through(settings, args.closed_through)
     report = _one_shot(
         settings, lambda: restore(settings, args.force, lambda line: print(line, file=sys.stderr), closed)
     )
@@ -545,7 +556,8 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     prefix = _rebuild_prefix(args.prefix, settings)
     say = lambda line: print(line, file=sys.stderr)  # noqa: E731
     memory = int(args.memory_mb * MIB)
-    report = _one_shot(settings, lambda: rebuild(settings, seeds, prefix, args.force, say, memory))
+    closed = _closed_through(settings, args.closed_through)
+    report = _one_shot(settings, lambda: rebuild(settings, seeds, prefix, args.force, say, memory, closed))
     return 1 if report.refused else 0
 
 
@@ -772,6 +784,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"memory the sorts of the history may hold before they spill to TMPDIR, at least {MIN_MEMORY_MB} "
         "(the states come on top)",
     )
+    rebuild.add_argument(
+        "--closed-through",
+        metavar="PERIOD",
+        help="a per-period system (fide): close every period up to this one, each after its own games (default: "
+        "up to the live deployment's latest closed period; a new deployment's bootstrap from history gives it)",
+    )
     rebuild.set_defaults(func=cmd_rebuild)
 
     switch = commands.add_parser("switch-over", help="publish rebuilt ratings that differ as imported events")
@@ -886,7 +904,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(func=cmd_check)
 
-    demo = commands.add_parser("demo", help="the embedded default: local broker, Redis, workers and a live stream")
+    demo = commands.add_parser(
+        "demo",
+        help="the embedded default: local broker, Redis, workers and a live stream (fide: its months closed too)",
+    )
     demo.add_argument("--players", type=_whole(2), default=200, help="players in the arena")
     demo.add_argument("--rate", type=_positive, default=200.0, help="games per second fed to the workers")
     demo.add_argument("--workers", type=_whole(1), default=2, help="worker processes (replicas)")

@@ -333,13 +333,16 @@ class Engine(Generic[S]):
         )
         return Update(key, after, event, self.encode(event) if self.encode_events else b"")
 
-    def seed(self, row: SeedRow, current: S, force: bool = False, calendar: Calendar = None) -> SeedOutcome[S]:
+    def seed(
+        self, row: SeedRow, current: S, force: bool = False, calendar: Calendar = None, whole: bool = False
+    ) -> SeedOutcome[S]:
         """Import a seeding row (or a rebuilt state) over `current` (contract, "Seeding"): a row
         equal to the state it has (seq aside) is skipped, a rating with state is refused unless
         forced; otherwise the row's state is written and announced by an `imported` event. A
         per-period system's rating is refused, forced or not, while it holds games of a period
         the calendar has closed (its close comes before anything else happens to it), or where
-        the system says (`seedable`)."""
+        the system says (`seedable`), unless the row is a rebuilt state `whole` (a switch-over's:
+        its own games not closed yet, and its opponents', were counted with the rebuilt ratings)."""
         seeded = self.rules.seeded(row, current)  # with current's seq
         if current.seq > 0 and seeded == current:
             return SeedOutcome(SeedVerdict.UNCHANGED)
@@ -348,7 +351,7 @@ class Engine(Generic[S]):
         periods = self.periods
         if periods is not None:
             closed = periods.closing(current, periods.opening if calendar is None else calendar)
-            if closed or not periods.seedable(current):  # fide: games counted with its list rating
+            if closed or not (whole or periods.seedable(current)):  # fide: games counted with its list rating
                 return SeedOutcome(SeedVerdict.REFUSED)
         after = self.rules.numbered(seeded, current.seq + 1)
         event = RatingEvent(

@@ -8,7 +8,11 @@ offset it read up to in each partition; keeps of each game the copy the workers 
 idempotency record's facts match, else the lowest offset in its partition, then the earliest
 record timestamp, then the lowest partition); merges the kept games in `(finished_at, game_id)`
 order (finished_at as an instant, `worker.rules.instants`); applies the seed file first and
-computes every rating with the engine in memory, exactly as `rate` does. It writes under a
+computes every rating with the engine in memory, exactly as `rate` does. A per-period system
+(fide) closes in it every period up to the live deployment's latest closed one, or up to
+`--closed-through` (a new deployment's bootstrap from history), each right after its own games:
+so a game that was late in the service is rated in its own month here. Its calendar is kept
+with the rebuild (`{prefix}periods`), for `switch-over` to set the live one from. It writes under a
 fresh key prefix, never touching the live state: the states, the idempotency records of the
 games whose input record arrived within the last retention, and the offsets it read up to
 (`{prefix}rebuild`). `--force` first clears the prefix.
@@ -49,17 +53,21 @@ from redis.asyncio import Redis
 from schemas.game_finished import GameFinished
 from worker.engine.decoder import BadInput, decode_as, decode_input
 from worker.engine.engine import Engine, SeedRow
+from worker.engine.spec import SystemSpec
 from worker.operate.applied_copy import Copy, Decided, Placed, decide, digest_of, rated_facts
+from worker.operate.close_period import fields
 from worker.operate.external_sort import ExternalSort
 from worker.operate.redis_ops import CHUNK, connected, matching_keys, read_states, unlink_all, with_retry, write_states
 from worker.operate.topic_scan import scan
+from worker.replay.closes import close_period
 from worker.replay.memory_store import MemoryBackend, MemoryStore
 from worker.rules.hundredths import Points
 from worker.rules.instants import instant
 from worker.rules.interface import RatingSystem, S
+from worker.rules.period_interface import Calendar
 from worker.service.owner import own_prefix
 from worker.settings import KEY_PATTERN_CHARS, WorkerSettings
-from worker.store import records
+from worker.store import keys, records
 from worker.store.schedule import SeedItem, apply_in_order
 from worker.systems import registry
 
@@ -78,6 +86,7 @@ class RebuildReport:
     refused: bool = False
     spilled_runs: int = 0  # sorted runs written to the temporary directory (0: the history fit the budget)
     spilled_bytes: int = 0  # their size: at most that much disk, at the peak
+    closed_through: str | None = None  # a per-period system's: the latest period the rebuild closed
 
 
 @dataclass
@@ -125,8 +134,9 @@ def history_order(game: GameFinished) -> tuple[tuple[int, str], str]:
 
 async def apply_all(engine: Engine[S], backend: MemoryBackend[S], games: Sequence[GameFinished]) -> None:
     store = MemoryStore(backend)
+    lookup = None if backend.pending is None else backend.state  # a per-period system's closes read others
     for start in range(0, len(games), CHUNK):
-        await apply_in_order(engine, store, games[start : start + CHUNK])
+        await apply_in_order(engine, store, games[start : start + CHUNK], lookup)
 
 
 def check_prefix(prefix: str, live: str) -> None:
@@ -158,10 +168,16 @@ async def rebuild(
     force: bool,
     say: Callable[[str], None],
     memory_bytes: int,  # what the sorts of the history may hold (`--memory-mb`); the states come on top
+    closed_through: str | None = None,  # a per-period system's: close up to it (default: the live calendar's)
 ) -> RebuildReport:
     check_prefix(prefix, settings.redis_key_prefix)
     report = RebuildReport()
     async with connected(settings) as redis:
+        live_prefix = settings.redis_key_prefix
+        through = closed_through
+        if through is None:
+            through = await latest_closed(redis, settings.spec(), live_prefix)
+        report.closed_through = through
         found = await matching_keys(redis, f"{prefix}*")
         # Whose prefix it is, and no other deployment's keys among those found (the owner key of
         # a longer prefix), before anything under it is cleared.
@@ -191,21 +207,45 @@ async def rebuild(
             report.spilled_bytes = by_id.spilled_bytes + by_time.spilled_bytes
             kept = {game_id: copy.place for game_id, copy in decided.kept.items()}
             del decided
-            store = await _recompute_sorted(by_time, seeds, settings, kept)
+            store = await _recompute_sorted(by_time, seeds, settings, kept, through)
         report.ratings = len(store.states)
         codec = settings.spec().codec
         await write_states(redis, prefix, store.states, codec)
+        calendar_codec = settings.spec().calendar_codec
+        if calendar_codec is not None:
+            calendar: dict[Any, Any] = {
+                "calendar": calendar_codec.encode(store.calendar),
+                "marks": store.calendar_version,
+            }
+            await with_retry(lambda: redis.hset(keys.periods_key(prefix), mapping=calendar))
         meta: dict[Any, Any] = {"topic": settings.topic_games}  # redis-py types keys invariantly
         meta.update({f"p:{p}": end for p, end in ends.items()})
         await with_retry(lambda: redis.hset(f"{prefix}{REBUILD_META}", mapping=meta))
         live = await read_states(redis, settings.redis_key_prefix, sorted(store.states), codec)
         rules = settings.rules()
         report.differing = sum(1 for k, s in store.states.items() if k not in live or not same(rules, live[k], s))
+        closes = f"; periods closed through {through or 'none'}" if calendar_codec is not None else ""
+        spilled = f"{report.spilled_runs} runs ({report.spilled_bytes / 1e6:.1f} MB)"
         say(
             f"rebuild: {report.ratings} ratings written under {prefix!r}, {report.differing} differ from the live "
-            f"ones; the history's sorts spilled {report.spilled_runs} runs ({report.spilled_bytes / 1e6:.1f} MB)"
+            f"ones{closes}; the history's sorts spilled {spilled}"
         )
         return report
+
+
+async def calendar_under(redis: "Redis", spec: SystemSpec[Any], prefix: str) -> Calendar:
+    """The calendar kept under `prefix` (None for a system without periods)."""
+    if spec.periods is None or spec.calendar_codec is None:
+        return None
+    (encoded,) = await fields(redis, prefix, "calendar")
+    return spec.calendar_codec.decode((encoded or "").encode())
+
+
+async def latest_closed(redis: "Redis", spec: SystemSpec[Any], prefix: str) -> str | None:
+    """The period the calendar under `prefix` closed last (None: none, or a system without periods)."""
+    if spec.periods is None:
+        return None
+    return spec.periods.latest_closed(await calendar_under(redis, spec, prefix))
 
 
 async def _read_by_id(settings: WorkerSettings, by_id: ExternalSort, report: RebuildReport) -> dict[int, int]:
@@ -287,30 +327,62 @@ async def _kept_copies(
 
 
 async def _recompute_sorted(
-    by_time: ExternalSort, seeds: Sequence[SeedRow], settings: WorkerSettings, kept: dict[str, tuple[int, int]]
+    by_time: ExternalSort,
+    seeds: Sequence[SeedRow],
+    settings: WorkerSettings,
+    kept: dict[str, tuple[int, int]],
+    through: str | None = None,
 ) -> MemoryBackend[Any]:
     """Pass 4: the seeds, then the games in history order, in chunks (of a contested game, only
-    its kept copy, at `kept[game_id]`); no game records are kept (each game comes once)."""
+    its kept copy, at `kept[game_id]`); no game records are kept (each game comes once). A
+    per-period system's periods up to `through` are closed, each once the games after its own
+    begin, and the last at the end."""
     # No event is published: the engine encodes none.
     rules = settings.rules()
+    periods = settings.spec().periods
     engine = Engine(settings.spec(), Points(settings.training_rating), encode_events=False)
-    backend = MemoryBackend(rules.unseen, keep_outboxes=False)
+    backend = MemoryBackend(
+        rules.unseen,
+        keep_outboxes=False,
+        calendar=None if periods is None else periods.opening,
+        pending=None if periods is None else periods.pending,
+    )
     store = MemoryStore(backend)
+    lookup = None if periods is None else backend.state
+    current: str | None = None  # the period of the games in `chunk`
+    chunk: list[GameFinished] = []
+
+    async def apply_chunk() -> None:
+        nonlocal chunk
+        await apply_in_order(engine, store, chunk, lookup)
+        backend.games.clear()  # each game comes once: its record is not needed again
+        chunk = []
+
+    def ignore(_: object) -> None:
+        pass
+
     # What is alive now (the clients, the merge's buffers) stays: the collector need not walk it
     # again at each of the many collections the games' short-lived objects trigger (13 % faster).
     gc.collect()
     gc.freeze()
     await apply_in_order(engine, store, [SeedItem(row, force=False) for row in seeds])
-    chunk: list[GameFinished] = []
     for _, _, game_id, partition, offset, value in by_time.merged():
         if kept and kept.get(game_id, (partition, offset)) != (partition, offset):
             continue  # a contested game's copy the workers did not apply
-        chunk.append(decode_as(rules.game_model, value, settings.max_message_bytes))
+        game = decode_as(rules.game_model, value, settings.max_message_bytes)
+        if periods is not None and through is not None:
+            period = periods.recorded_in(game, periods.opening)  # its own period, as if none were closed
+            if period != current:
+                if current is not None and current in periods.to_mark(backend.calendar, through, (current,)):
+                    await apply_chunk()
+                    await close_period(engine, store, current, ignore)
+                current = period
+        chunk.append(game)
         if len(chunk) == CHUNK:
-            await apply_in_order(engine, store, chunk)
-            backend.games.clear()  # each game comes once: its record is not needed again
-            chunk = []
-    await apply_in_order(engine, store, chunk)
+            await apply_chunk()
+    await apply_chunk()
+    if periods is not None and through is not None:
+        await close_period(engine, store, through, ignore)
     return backend
 
 

@@ -349,7 +349,7 @@ async def restore_calendar(
             pipe.sadd(keys.index_key(prefix, period), *ratings)
         if indexes:
             pipe.sadd(keys.indexed_key(prefix), *indexes)
-        fields: dict[bytes | bytearray | memoryview[int] | str | int | float, bytes | str | int] = {
+        fields: dict[Any, Any] = {  # redis-py types a mapping's keys invariantly
             "calendar": codec.encode(calendar),
             "marks": 1 if taken else 0,
         }

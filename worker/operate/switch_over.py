@@ -17,6 +17,20 @@ workers running:
    alone (`moved`);
 6. moved ratings are compared again in a new round (from 2), up to ROUNDS times; those still
    moving are listed, for a re-run.
+A per-period system (fide) also sets the live calendar: the rebuild closed every period up to
+the live one's latest closed period (or `--closed-through`); where the live calendar is behind
+it (or has closed nothing), each period up to the rebuild's is marked and closed in turn, after
+the imports, as `close-period` does (a rating imported whole holds no game of them any more,
+and leaves the index unchanged). Where the live calendar is ahead (a close ran after the
+rebuild), the switch-over is refused: the rebuild is out of date. A rebuilt state is imported
+whole (its pending games and pool too), over games not closed yet as well: those were counted
+with the rebuilt ratings.
+
+**Bootstrap from history.** Onto a live prefix with no state at all (a new deployment, its
+workers not started yet), the switch-over does not wait for workers (there are none), and
+sets the workers' start point: their watermarks at the rebuild's offsets, so that a worker
+starts each partition there (with no committed offset) and takes any record below as done.
+
 Games a worker applies after a rating's import are applied on top of it, as usual. So with no
 rule changed nothing is imported, and a corrected rule reaches every rating, including the
 games applied after the rebuild. The arena's contract (v1) has its `imported` event always
@@ -32,20 +46,32 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from redis.asyncio import Redis
 
 from worker.engine.engine import Engine, SeedOutcome, SeedRow, SeedVerdict
 from worker.operate.applied_copy import applied_games
-from worker.operate.close_period import refuse_during_close
-from worker.operate.rebuild import REBUILD_META, apply_all, check_prefix, history_order, read_history, same
+from worker.operate.close_period import CloseReport, mark_through, refuse_during_close
+from worker.operate.rebuild import (
+    REBUILD_META,
+    apply_all,
+    calendar_under,
+    check_prefix,
+    history_order,
+    latest_closed,
+    read_history,
+    same,
+)
 from worker.operate.redis_ops import CHUNK, connected, rating_keys, read_states, with_retry
 from worker.replay.memory_store import MemoryBackend
 from worker.rules.hundredths import Points
+from worker.service.connections import close_quietly, kafka_options
 from worker.service.owner import own_prefix
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
 from worker.store import keys, records
 from worker.store.schedule import SeedItem
+from worker.stream.retry import KAFKA_CONNECT, KAFKA_READ, retrying
 
 ROUNDS = 5  # rounds for ratings that moved while they were compared
 WATERMARK_POLL_SECONDS = 0.5
@@ -64,6 +90,7 @@ class SwitchReport:
     unrated: list[str] = field(default_factory=list)
     moving: list[str] = field(default_factory=list)  # changed by the workers in every round
     live_only: list[str] = field(default_factory=list)  # live ratings the rebuild has no state for
+    marked: list[str] = field(default_factory=list)  # a per-period system's periods marked closed, in order
 
 
 async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str], None]) -> SwitchReport:
@@ -76,7 +103,12 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
         await own_prefix(redis, settings.redis_key_prefix, settings.spec().name, write=True)
         await refuse_during_close(redis, settings, "switch-over")
         ends = await _rebuild_ends(redis, prefix, settings.topic_games)
-        await _wait_for_workers(redis, settings, ends, say)
+        live_through, rebuilt_through = await _calendars(redis, settings, prefix)
+        bootstrap = not await rating_keys(redis, settings.redis_key_prefix)
+        if bootstrap:
+            say("switch-over: the live prefix has no state: a bootstrap, no worker to wait for")
+        else:
+            await _wait_for_workers(redis, settings, ends, say)
         rebuilt_keys = await rating_keys(redis, prefix)
         rules = settings.rules()
         moved: set[str] = set()
@@ -105,8 +137,8 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
                     if live.seq:
                         unrated.append(key)
                     continue
-                if not live.seq and row.rating is None:
-                    continue  # unrated in the rebuild and never seen live: nothing to announce
+                if not live.seq and row.rating is None and same(rules, rules.unseen, state):
+                    continue  # never seen, in the rebuild as live: nothing to announce
                 rows.append(row)
                 expected[key] = live.seq
             report.live_only = live_only
@@ -115,7 +147,61 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
                 report.differing = len(rows) + len(unrated)
             say(f"switch-over: round {report.rounds}: {len(rows)} ratings differ; importing them")
             moved = await _import(settings, rows, expected, report) if rows else set()
+        if rebuilt_through is not None and rebuilt_through != live_through:
+            async with pipeline_for(settings) as (pipeline, _, store):
+                closes = CloseReport()
+                await mark_through(pipeline, store, rebuilt_through, closes, say)
+            report.marked = closes.marked
+            say(f"switch-over: the live calendar set to the rebuild's: {rebuilt_through} closed")
+        if bootstrap:
+            await _start_point(redis, settings, ends)
+            say(f"switch-over: the workers start from the rebuild's offsets ({_offsets(ends)})")
     return report
+
+
+async def _calendars(redis: "Redis", settings: WorkerSettings, prefix: str) -> tuple[str | None, str | None]:
+    """A per-period system's latest closed period, live and rebuilt; a live one later than the
+    rebuild's (a close after the rebuild) refuses the switch-over."""
+    periods = settings.spec().periods
+    if periods is None:
+        return None, None
+    live = await latest_closed(redis, settings.spec(), settings.redis_key_prefix)
+    rebuilt = await latest_closed(redis, settings.spec(), prefix)
+    if live is not None and (rebuilt is None or live not in periods.to_mark(periods.opening, rebuilt, (live,))):
+        raise NotReady(
+            f"the live deployment closed {live} after the rebuild (which closed through {rebuilt or 'none'}): "
+            "run `rating-worker rebuild --force` again, then switch over"
+        )
+    return live, rebuilt
+
+
+async def _start_point(redis: "Redis", settings: WorkerSettings, ends: dict[int, int]) -> None:
+    """The workers' start at the rebuild's offsets: their group's committed offsets, and their
+    watermarks (a record below is taken as done, `worker.stream.consumer`), each raised to them
+    where lower. The group is not joined: a commit of a partition assigned by hand."""
+    key = keys.watermark_key(settings.redis_key_prefix, settings.topic_games)
+    marks = {int(p): int(o) for p, o in (await with_retry(redis.hgetall, key)).items()}
+    raised: dict[Any, Any] = {p: end for p, end in ends.items() if marks.get(p, 0) < end}
+    if raised:
+        await with_retry(lambda: redis.hset(key, mapping=raised))
+    group = AIOKafkaConsumer(**kafka_options(settings), group_id=settings.kafka_group_id, enable_auto_commit=False)
+    try:
+        await retrying(KAFKA_CONNECT, group.start)
+        tps = {p: TopicPartition(settings.topic_games, p) for p in ends}
+        group.assign(list(tps.values()))
+        commits = {}
+        for p, end in ends.items():
+            committed = await retrying(KAFKA_READ, group.committed, tps[p])
+            if committed is None or committed < end:
+                commits[tps[p]] = end
+        if commits:
+            await retrying(KAFKA_READ, group.commit, commits)
+    finally:
+        await close_quietly(group.stop())
+
+
+def _offsets(ends: dict[int, int]) -> str:
+    return ", ".join(f"partition {p} at {o}" for p, o in sorted(ends.items())) or "no partition"
 
 
 async def _rebuild_ends(redis: "Redis", prefix: str, topic: str) -> dict[int, int]:
@@ -175,7 +261,13 @@ async def _bring_forward(
     rules = settings.rules()
     engine = Engine(settings.spec(), Points(settings.training_rating))
     touched = {k for g in games for k in engine.ratings_read(g) or ()}
-    backend = MemoryBackend(rules.unseen, keep_outboxes=False)
+    periods = settings.spec().periods
+    backend = MemoryBackend(  # a per-period system's games recorded with the rebuild's calendar
+        rules.unseen,
+        keep_outboxes=False,
+        calendar=await calendar_under(redis, settings.spec(), prefix),
+        pending=None if periods is None else periods.pending,
+    )
     codec = settings.spec().codec
     backend.states = await read_states(redis, prefix, sorted(set(rebuilt_keys) | touched), codec)
     for game_id, digest in rebuilt_records.items():
@@ -192,7 +284,7 @@ async def _import(
     moved: set[str] = set()
     async with pipeline_for(settings) as (pipeline, _, _):
         for start in range(0, len(rows), CHUNK):
-            items = [SeedItem(row, True, expected[row.key]) for row in rows[start : start + CHUNK]]
+            items = [SeedItem(row, True, expected[row.key], whole=True) for row in rows[start : start + CHUNK]]
             planned, _stats = await pipeline.run(items)
             for p in planned:
                 assert isinstance(p.item, SeedItem) and isinstance(p.outcome, SeedOutcome)

@@ -88,6 +88,11 @@ class PeriodSystem(RatingSystem[S], Protocol[S, C]):
         the clock (`tornelo`: a tournament closes when its end is read)."""
         ...
 
+    def latest_closed(self, calendar: C) -> str | None:
+        """The period the calendar closed last (`fide`: L; `tornelo`: the tournament marked ended
+        last); None if it has closed none."""
+        ...
+
     def closed_through(self, state: S) -> str | None:
         """The latest period whose close reached this rating, as its state shows it (`fide`:
         `closed_period`); None where it shows none (`tornelo`: its ends are on their own topic)."""

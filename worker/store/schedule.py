@@ -45,6 +45,9 @@ class SeedItem:
     row: SeedRow
     force: bool
     expected_seq: int | None = None
+    # A switch-over's: the row carries a rebuilt state whole, imported over a per-period system's
+    # games not closed yet too (the rebuild counted its games with the rebuilt ratings).
+    whole: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +131,7 @@ def plan(
             if item.expected_seq is not None and current.seq != item.expected_seq:
                 seeded: SeedOutcome[S] = SeedOutcome(SeedVerdict.MOVED)
             else:
-                seeded = engine.seed(item.row, current, item.force, calendar)
+                seeded = engine.seed(item.row, current, item.force, calendar, item.whole)
             updates: tuple[Update[S], ...] = () if seeded.update is None else (seeded.update,)
             write = Write("", b"", reads, updates) if updates else None
             outcome: GameOutcome[S] | SeedOutcome[S] | CloseOutcome[S] = seeded

@@ -9,14 +9,22 @@
   `erase`, `restore` and `switch-over` are refused; `close-period` then finishes it, and the
   events are `rate`'s with the close line where the mark fell;
 - refusals: a month not due, `9999-12`, `--init` over state; a drain past its timeout changes
-  nothing.
+  nothing;
+- a bootstrap from history (`rebuild --closed-through`, `switch-over` with no worker, workers
+  from the rebuild's offsets) gives `rate`'s states, and later games continue as in `rate`;
+- closes SIGKILLed at each step and run again, and two at once, publish `rate`'s events;
+- an erased player held in others' games reads as unrated at their close; a rating holding
+  games not closed yet is not imported, forced or not.
 """
 
 import json
+import random
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,10 +34,14 @@ from tests.support import commands
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from tests.support.systems import per_key, rate, seeded
+from worker.embedded.traffic import traffic
+from worker.rules.finished_at import month_of
+from worker.rules.instants import instant
 from worker.store import keys
 from worker.store.redis_store import RedisStore
 from worker.systems.fide.codec import FIDE_CALENDAR, FIDE_STATES
 from worker.systems.fide.rules import FideRules
+from worker.systems.registry import BY_NAME
 
 pytestmark = pytest.mark.integration
 
@@ -86,6 +98,21 @@ def leftovers(stack: Stack) -> dict[str, Any]:
 def closed(stack: Stack) -> str | None:
     value = stack.redis_client().hget(keys.periods_key(PREFIX), "calendar")
     return None if value is None else FIDE_CALENDAR.decode(value if isinstance(value, bytes) else value.encode())
+
+
+def fide_game(game_id: str, white: str, black: str, result: str, at: str) -> bytes:
+    value = {
+        "event_id": f"e-{game_id}",
+        "game_id": game_id,
+        "white_id": white,
+        "black_id": black,
+        "result": result,
+        "termination": "checkmate",
+        "rated": True,
+        "time_control": {"base_seconds": 180, "increment_seconds": 0},
+        "finished_at": at,
+    }
+    return json.dumps(value, separators=(",", ":")).encode()
 
 
 @pytest.mark.timeout(400)
@@ -161,27 +188,13 @@ async def test_a_game_after_a_mark_closes_its_players_first_and_close_period_fin
     )
     assert stack.import_seed(seed, system="fide").returncode == 0
 
-    def game(game_id: str, white: str, black: str, result: str, at: str) -> bytes:
-        value = {
-            "event_id": f"e-{game_id}",
-            "game_id": game_id,
-            "white_id": white,
-            "black_id": black,
-            "result": result,
-            "termination": "checkmate",
-            "rated": True,
-            "time_control": {"base_seconds": 180, "increment_seconds": 0},
-            "finished_at": at,
-        }
-        return json.dumps(value, separators=(",", ":")).encode()
-
     november = [
-        game("g1", "A", "B", "1-0", "2026-11-03T10:00:00Z"),
-        game("g2", "C", "A", "1/2-1/2", "2026-11-04T10:00:00Z"),
-        game("g3", "A", "D", "0-1", "2026-11-05T10:00:00Z"),
-        game("g4", "B", "C", "1-0", "2026-11-06T10:00:00Z"),
+        fide_game("g1", "A", "B", "1-0", "2026-11-03T10:00:00Z"),
+        fide_game("g2", "C", "A", "1/2-1/2", "2026-11-04T10:00:00Z"),
+        fide_game("g3", "A", "D", "0-1", "2026-11-05T10:00:00Z"),
+        fide_game("g4", "B", "C", "1-0", "2026-11-06T10:00:00Z"),
     ]
-    later = [game("g9", "A", "B", "1-0", "2026-12-01T09:00:00Z")]
+    later = [fide_game("g9", "A", "B", "1-0", "2026-12-01T09:00:00Z")]
     stack.start_worker(**FIDE)
     await stack.produce(november)
     await stack.wait_committed(await stack.end_offsets(len(november)), timeout=60)
@@ -280,3 +293,208 @@ async def test_init_sets_the_latest_closed_month_of_a_new_deployment_once(stack:
     first = (datetime.now(UTC) - timedelta(hours=1)).replace(day=1)
     due = (first - timedelta(days=1)).strftime("%Y-%m")
     assert f"due and not closed: {due}" in status.stdout.decode(), status.stdout.decode()
+
+
+def without_seq(event: dict[str, Any]) -> dict[str, Any]:
+    """An event as it compares across a bootstrap: a rating's seq counts its changes since its
+    imported event there, since its first event in `rate`."""
+    state = {k: v for k, v in event["state"].items() if k != "seq"}
+    return {**{k: v for k, v in event.items() if k not in ("seq", "event_id", "state")}, "state": state}
+
+
+@pytest.mark.timeout(400)
+async def test_a_bootstrap_from_history_gives_rates_states_and_later_games_continue_as_in_rate(
+    stack: Stack,
+) -> None:
+    """A new deployment with months of history: `rebuild --closed-through`, `switch-over` (no
+    worker running), then workers from the rebuild's offsets, later games and a close: every
+    rating as `rate` on the history (each month closed after its own games) and the later lines."""
+    await stack.create_topics(games=1, ratings=4)  # one partition: the workers apply the games in `rate`'s order
+    sim = traffic(BY_NAME["fide"])(40, seed=11)
+    seed = stack.tmp / "seed.csv"
+    seed.write_text(sim.seed_csv())
+    games = [line for line in sim.game_lines(400) if b'"control"' not in line]
+    history, later = games[:250], games[250:]
+    history_months = sorted({month_of(json.loads(line)["finished_at"]) for line in history})
+    assert len(history_months) >= 4, history_months
+    through = history_months[-2]  # the last month of the history stays open
+    await stack.produce(history)
+    await stack.end_offsets(len(history))
+
+    rebuilt = command(stack, "rebuild", "--seed", str(seed), "--closed-through", through)
+    assert rebuilt.returncode == 0, rebuilt.stderr.decode(errors="replace")
+    assert f"periods closed through {through}" in rebuilt.stderr.decode()
+    switched = command(stack, "switch-over")
+    said = switched.stderr.decode(errors="replace")
+    assert switched.returncode == 0, said
+    assert "a bootstrap, no worker to wait for" in said
+    assert f"the live calendar set to the rebuild's: {through} closed" in said
+    assert f"the workers start from the rebuild's offsets (partition 0 at {len(history)})" in said
+    assert closed(stack) == through
+
+    # `rate` on the history in the rebuild's order, each month closed right after its games.
+    def ordered(line: bytes) -> tuple[tuple[int, str], str]:
+        game = json.loads(line)
+        return instant(game["finished_at"]), game["game_id"]
+
+    file: list[bytes] = []
+    for line in sorted(history, key=ordered):
+        month = month_of(json.loads(line)["finished_at"])
+        if file and month != month_of(json.loads(file[-1])["finished_at"]) and file_month_closes(file, through):
+            file.append(close_line(month_of(json.loads(file[-1])["finished_at"])))
+        file.append(line)
+    file.append(close_line(through))
+    at_bootstrap, letters = rate(stack.tmp, "fide", seed, file)
+    assert not letters
+    final_month = month_of(json.loads(later[-1])["finished_at"])
+    expected, letters = rate(stack.tmp, "fide", seed, [*file, *later, close_line(final_month)])
+    assert not letters
+    assert expected[: len(at_bootstrap)] == at_bootstrap  # `rate` is deterministic: its later lines follow
+
+    imported = await published(stack, len(per_key(at_bootstrap)))
+    last_state = {k: without_seq(json.loads(v[-1]))["state"] for k, v in per_key(at_bootstrap).items()}
+    assert {k: without_seq(json.loads(v[-1]))["state"] for k, v in per_key(imported).items()} == last_state
+    assert {json.loads(v)["kind"] for v in imported} == {"imported"}
+
+    stack.start_worker(**FIDE)
+    await stack.produce(later)
+    await stack.wait_committed(await stack.end_offsets(len(history) + len(later)), timeout=120)
+    done = close_period(stack, final_month)
+    assert done.returncode == 0, done.stderr.decode(errors="replace") + stack.logs()[-3000:]
+    values = await published(stack, len(imported) + len(expected) - len(at_bootstrap))
+    since = {
+        k: [without_seq(e) for e in map(json.loads, vs) if e["kind"] != "imported"] for k, vs in per_key(values).items()
+    }
+    assert {k: v for k, v in since.items() if v} == {
+        k: [without_seq(json.loads(v)) for v in vs] for k, vs in per_key(expected[len(at_bootstrap) :]).items()
+    }
+    assert leftovers(stack)["outboxes"] == []
+
+
+def close_line(month: str) -> bytes:
+    return json.dumps({"control": "close", "period": month}).encode()
+
+
+def file_month_closes(file: list[bytes], through: str) -> bool:
+    """Whether the month of the file's last game is one the bootstrap closes (up to `through`)."""
+    return month_of(json.loads(file[-1])["finished_at"]) <= through
+
+
+def start_close(stack: Stack, log: Path, *args: str) -> "subprocess.Popen[bytes]":
+    with log.open("wb") as out:
+        return commands.start(
+            [sys.executable, "-m", "worker", "close-period", *args], env=stack.env(**FIDE), output=out.fileno()
+        )
+
+
+def kill_when(process: "subprocess.Popen[bytes]", log: Path, said: str | None, delay: float) -> bool:
+    """SIGKILL `process` `delay` seconds after its output shows `said` (None: after it started);
+    whether it was still running then."""
+    deadline = time.monotonic() + 60
+    while said is not None and said.encode() not in log.read_bytes():
+        if process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    time.sleep(delay)
+    if process.poll() is not None:
+        return False
+    process.kill()
+    process.wait(timeout=10)
+    return True
+
+
+def first_copies(values: list[bytes]) -> list[bytes]:
+    """Each event once, at its first copy; every copy of an event is byte-identical."""
+    seen: dict[str, bytes] = {}
+    for value in values:
+        event_id = json.loads(value)["event_id"]
+        assert seen.setdefault(event_id, value) == value, f"copies of {event_id} differ"
+    return list(seen.values())
+
+
+@pytest.mark.timeout(500)
+async def test_closes_killed_at_any_step_and_run_again_or_run_two_at_once_publish_what_rate_writes(
+    stack: Stack,
+) -> None:
+    """Each close is SIGKILLed at another step (starting, draining, right after its mark, while it
+    closes and publishes) and run again, and some run twice at once: per rating, exactly `rate`'s
+    events (copies of an event only byte-identical), nothing left in an outbox, an index or in
+    progress."""
+    await stack.create_topics(games=1, ratings=4)
+    sim, seed = seeded(stack, "fide", 60, seed=5)
+    lines = list(sim.game_lines(700))
+    stack.start_worker(**FIDE)
+    steps = [(None, 0.0), (None, 0.3), ("marked closed", 0.0), ("ratings to close", 0.0), ("ratings to close", 0.05)]
+    killed, doubled = 0, 0
+    rng = random.Random(5)
+    for n, (games, month) in enumerate(segments(lines)):
+        if games:
+            await stack.produce(games)
+        if month is None:
+            continue
+        if n % 4 == 3:  # two closes at once
+            logs = [stack.tmp / f"close-{n}-{i}.log" for i in (0, 1)]
+            both = [start_close(stack, log, month) for log in logs]
+            statuses = [p.wait(timeout=120) for p in both]
+            assert statuses == [0, 0], [log.read_text(errors="replace") for log in logs]
+            doubled += 1
+            continue
+        log = stack.tmp / f"close-{n}.log"
+        said, delay = steps[n % len(steps)]
+        killed += kill_when(start_close(stack, log, month), log, said, delay * rng.random())
+        again = close_period(stack, month)
+        assert again.returncode == 0, again.stderr.decode(errors="replace") + log.read_text(errors="replace")
+    assert killed >= 5 and doubled >= 3, (killed, doubled)
+    end = await stack.end_offsets(sum(len(g) for g, _ in segments(lines)))
+    await stack.wait_committed(end, timeout=120)
+
+    expected, letters = rate(stack.tmp, "fide", seed, lines)
+    assert not letters
+    values = first_copies(await published(stack, len(expected)))
+    assert per_key(values) == per_key(expected)
+    assert leftovers(stack)["outboxes"] == [] and leftovers(stack)["closing"] is None
+
+
+@pytest.mark.timeout(200)
+async def test_an_erased_player_held_in_others_games_reads_as_unrated_at_their_close(stack: Stack) -> None:
+    """B is erased while A holds a game against him (no month closed yet: held): at November's
+    close, A's game against B is not rated, as against an unrated opponent; his game against C is."""
+    await stack.create_topics(games=1, ratings=4)
+    seed = stack.tmp / "seed.csv"
+    seed.write_text(
+        "player_id,category,rating,rated_games,reached_2400,birth_year\nA,blitz,2000,40,,\nB,blitz,1900,40,,\n"
+        "C,blitz,2100,40,,\n"
+    )
+    assert stack.import_seed(seed, system="fide").returncode == 0
+    games = [
+        fide_game("g1", "A", "B", "1-0", "2026-11-03T10:00:00Z"),
+        fide_game("g2", "A", "C", "1-0", "2026-11-04T10:00:00Z"),
+    ]
+    stack.start_worker(**FIDE)
+    await stack.produce(games)
+    await stack.wait_committed(await stack.end_offsets(len(games)), timeout=60)
+    # A holds November's games: seeding him is refused, forced or not (they were counted with his rating).
+    row = stack.tmp / "a.csv"
+    row.write_text("player_id,category,rating,rated_games,reached_2400,birth_year\nA,blitz,2050,40,,\n")
+    refused = command(stack, "import", str(row), "--force")
+    assert refused.returncode == 1, refused.stderr.decode(errors="replace")
+    assert "refused: A/blitz holds games of a period not closed yet" in refused.stderr.decode()
+    erased = command(stack, "erase", "B")
+    assert erased.returncode == 0, erased.stderr.decode(errors="replace")
+    done = close_period(stack, "2026-11")
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+
+    close_line = json.dumps({"control": "close", "period": "2026-11"}).encode()
+    without_b, _ = rate(stack.tmp, "fide", seed, [games[1], close_line])  # as if A had never met B
+    with_b, _ = rate(stack.tmp, "fide", seed, [*games, close_line])
+    values = [json.loads(v) for v in await published(stack, 10)]
+    close_of = {e["player_id"]: e for e in values if e["event_id"].startswith("period/2026-11/")}
+    assert set(close_of) == {"A", "C"}  # B is gone: nothing of his is published again
+
+    def rated(events: list[bytes], player: str) -> tuple[object, object]:
+        event = next(e for e in map(json.loads, events) if e["event_id"] == f"period/2026-11/{player}/blitz")
+        return event["rating_after"], event["detail"]
+
+    assert (close_of["A"]["rating_after"], close_of["A"]["detail"]) == rated(without_b, "A")
+    assert rated(with_b, "A") != rated(without_b, "A")  # the game against B would have counted
+    assert (close_of["C"]["rating_after"], close_of["C"]["detail"]) == rated(with_b, "C")

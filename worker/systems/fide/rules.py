@@ -400,6 +400,9 @@ class FideRules:
         before = month_number(month_at(now - grace_seconds)) - 1
         return None if before < 0 else min(month_named(before), LAST_CLOSABLE)
 
+    def latest_closed(self, calendar: Calendar) -> str | None:
+        return calendar
+
     def closed_through(self, state: FideState) -> str | None:
         return state.closed_period
 

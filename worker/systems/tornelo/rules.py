@@ -377,6 +377,9 @@ class TorneloRules:
     def latest_due(self, now: int, grace_seconds: int) -> str | None:
         return None  # a tournament closes when its end is read, not by the clock
 
+    def latest_closed(self, calendar: Ended) -> str | None:
+        return next(reversed(list(calendar)), None)
+
     def closed_through(self, state: TorneloState) -> str | None:
         return None
 
