@@ -1,16 +1,24 @@
 """`rating-worker close-period` on a test's stack, for the tests of its runs' record and log lines
 and of the workers' metrics of them: the command (with `fide`'s settings), a game of a month, the
-month due by the clock, and the command's JSON log lines."""
+month due by the clock, and the command's JSON log lines; and what the stream tests of `fide`
+share: its other commands, `rate`'s input cut at its close lines, the output topic read whole,
+what a finished close leaves, and a close started to be SIGKILLed at a given step."""
 
 import json
 import subprocess
 import sys
+import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from tests.support import commands
+from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from worker.rules.finished_at import month_named, month_number
+from worker.store import keys
+from worker.systems.fide.codec import FIDE_CALENDAR
 
 FIDE = {"system": "fide"}
 PREFIX = "rating-fide:"  # fide's default RATING_REDIS_KEY_PREFIX
@@ -40,18 +48,7 @@ def month_before(month: str) -> str:
 
 def game(game_id: str, white: str, black: str, month: str) -> bytes:
     """A rated blitz game won by white, finished in the middle of `month`."""
-    value = {
-        "event_id": f"e-{game_id}",
-        "game_id": game_id,
-        "white_id": white,
-        "black_id": black,
-        "result": "1-0",
-        "termination": "checkmate",
-        "rated": True,
-        "time_control": {"base_seconds": 180, "increment_seconds": 0},
-        "finished_at": f"{month}-15T12:00:00Z",
-    }
-    return json.dumps(value, separators=(",", ":")).encode()
+    return fide_game(game_id, white, black, "1-0", f"{month}-15T12:00:00Z")
 
 
 def steps(done: "subprocess.CompletedProcess[bytes]") -> list[dict[str, Any]]:
@@ -65,3 +62,95 @@ def steps(done: "subprocess.CompletedProcess[bytes]") -> list[dict[str, Any]]:
         if isinstance(value, dict) and value.get("logger") == LOGGER:
             lines.append(value)
     return lines
+
+
+def command(stack: Stack, *args: str) -> "subprocess.CompletedProcess[bytes]":
+    return commands.run(
+        [sys.executable, "-m", "worker", *args], env=stack.env(**FIDE), capture_output=True, timeout=120, check=False
+    )
+
+
+def segments(lines: Sequence[bytes]) -> list[tuple[list[bytes], str | None]]:
+    """`rate`'s input cut at its close lines: each run of games and the month closed after it."""
+    out: list[tuple[list[bytes], str | None]] = []
+    games: list[bytes] = []
+    for line in lines:
+        value = json.loads(line)
+        if "control" in value:
+            out.append((games, value["period"]))
+            games = []
+        else:
+            games.append(line)
+    out.append((games, None))
+    return out
+
+
+async def published(stack: Stack, expected: int) -> list[bytes]:
+    records = await read_topic(stack.broker.bootstrap, stack.ratings_topic, expected, timeout=60, idle=1.0)
+    return [r.value for r in sorted(records, key=lambda r: (r.partition, r.offset)) if r.value is not None]
+
+
+def leftovers(stack: Stack) -> dict[str, Any]:
+    """What a finished close leaves behind: nothing in an outbox, an index or in progress."""
+    r = stack.redis_client()
+    return {
+        "outboxes": [k for k in r.scan_iter(f"{PREFIX}{keys.OUTBOX}*") if r.llen(k)],
+        "indexes": sorted(r.smembers(keys.indexed_key(PREFIX))),
+        "closing": r.hget(keys.periods_key(PREFIX), "closing"),
+    }
+
+
+def closed(stack: Stack) -> str | None:
+    value = stack.redis_client().hget(keys.periods_key(PREFIX), "calendar")
+    return None if value is None else FIDE_CALENDAR.decode(value if isinstance(value, bytes) else value.encode())
+
+
+def fide_game(game_id: str, white: str, black: str, result: str, at: str) -> bytes:
+    value = {
+        "event_id": f"e-{game_id}",
+        "game_id": game_id,
+        "white_id": white,
+        "black_id": black,
+        "result": result,
+        "termination": "checkmate",
+        "rated": True,
+        "time_control": {"base_seconds": 180, "increment_seconds": 0},
+        "finished_at": at,
+    }
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def close_line(month: str) -> bytes:
+    return json.dumps({"control": "close", "period": month}).encode()
+
+
+def start_close(stack: Stack, log: Path, *args: str) -> "subprocess.Popen[bytes]":
+    with log.open("wb") as out:
+        return commands.start(
+            [sys.executable, "-m", "worker", "close-period", *args], env=stack.env(**FIDE), output=out.fileno()
+        )
+
+
+def kill_when(process: "subprocess.Popen[bytes]", log: Path, said: str | None, delay: float) -> bool:
+    """SIGKILL `process` `delay` seconds after its output shows `said` (None: after it started);
+    whether it was still running then."""
+    deadline = time.monotonic() + 60
+    while said is not None and said.encode() not in log.read_bytes():
+        if process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    time.sleep(delay)
+    if process.poll() is not None:
+        return False
+    process.kill()
+    process.wait(timeout=10)
+    return True
+
+
+def first_copies(values: list[bytes]) -> list[bytes]:
+    """Each event once, at its first copy; every copy of an event is byte-identical."""
+    seen: dict[str, bytes] = {}
+    for value in values:
+        event_id = json.loads(value)["event_id"]
+        assert seen.setdefault(event_id, value) == value, f"copies of {event_id} differ"
+    return list(seen.values())

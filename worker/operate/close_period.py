@@ -117,6 +117,12 @@ def periods_of(settings: WorkerSettings) -> PeriodSystem[Any]:
     return periods
 
 
+def up_to(periods: PeriodSystem[Any], period: str, bound: str) -> bool:
+    """Whether `period` is `bound` or one before it: one a close of `bound` would close, given games
+    of it (the system's order of periods, which only it knows: fide's months)."""
+    return period in periods.to_mark(periods.opening, bound, (period,))
+
+
 def checked_period(periods: PeriodSystem[Any], period: str) -> str:
     """`period` if the system can close it (its close line's syntax; fide refuses `9999-12`)."""
     try:
@@ -194,7 +200,7 @@ async def _close(
             return
         period = due
     checked_period(periods, period)
-    if not force and (due is None or period > due):
+    if not force and (due is None or not up_to(periods, period, due)):
         raise CloseRefused(
             f"{period} is not due yet (RATING_PERIOD_GRACE_SECONDS={settings.period_grace_seconds} after its end "
             "has not passed): closed now, its games still to come would be late; --force closes it all the same"

@@ -51,7 +51,7 @@ from redis.asyncio.client import Pipeline
 
 from worker.engine.engine import RESTORED
 from worker.engine.spec import Contract, StateCodec
-from worker.operate.close_period import refuse_during_close
+from worker.operate.close_period import refuse_during_close, up_to
 from worker.operate.redis_ops import (
     CHUNK,
     connected,
@@ -332,7 +332,8 @@ async def restore_calendar(
     states = await read_states(redis, prefix, await rating_keys(redis, prefix), spec.codec)
     found = [p for p in map(periods.closed_through, states.values()) if p is not None]
     latest = max(found, default=None)
-    taken = latest if closed_through is None or (latest is not None and latest >= closed_through) else closed_through
+    later = closed_through is not None and (latest is None or not up_to(periods, closed_through, latest))
+    taken = closed_through if later else latest
     source = "--closed-through" if taken is not None and taken == closed_through and taken != latest else "the states"
     calendar = periods.opening if taken is None else periods.marked(periods.opening, taken)
     indexes: dict[str, list[str]] = {}

@@ -19,19 +19,27 @@
 
 import json
 import random
-import subprocess
-import sys
-import time
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from redis.asyncio import Redis
 
-from tests.support import commands
-from tests.support.kafka import read_topic
+from tests.support.closes import (
+    FIDE,
+    PREFIX,
+    close_line,
+    close_period,
+    closed,
+    command,
+    fide_game,
+    first_copies,
+    kill_when,
+    leftovers,
+    published,
+    segments,
+    start_close,
+)
 from tests.support.stack import Stack
 from tests.support.systems import per_key, rate, seeded
 from worker.embedded.traffic import traffic
@@ -44,75 +52,6 @@ from worker.systems.fide.rules import FideRules
 from worker.systems.registry import BY_NAME
 
 pytestmark = pytest.mark.integration
-
-FIDE = {"system": "fide"}
-PREFIX = "rating-fide:"  # fide's default RATING_REDIS_KEY_PREFIX
-
-
-def close_period(stack: Stack, *args: str, **settings: object) -> "subprocess.CompletedProcess[bytes]":
-    return commands.run(
-        [sys.executable, "-m", "worker", "close-period", *args],
-        env=stack.env(**FIDE, **settings),
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def command(stack: Stack, *args: str) -> "subprocess.CompletedProcess[bytes]":
-    return commands.run(
-        [sys.executable, "-m", "worker", *args], env=stack.env(**FIDE), capture_output=True, timeout=120, check=False
-    )
-
-
-def segments(lines: Sequence[bytes]) -> list[tuple[list[bytes], str | None]]:
-    """`rate`'s input cut at its close lines: each run of games and the month closed after it."""
-    out: list[tuple[list[bytes], str | None]] = []
-    games: list[bytes] = []
-    for line in lines:
-        value = json.loads(line)
-        if "control" in value:
-            out.append((games, value["period"]))
-            games = []
-        else:
-            games.append(line)
-    out.append((games, None))
-    return out
-
-
-async def published(stack: Stack, expected: int) -> list[bytes]:
-    records = await read_topic(stack.broker.bootstrap, stack.ratings_topic, expected, timeout=60, idle=1.0)
-    return [r.value for r in sorted(records, key=lambda r: (r.partition, r.offset)) if r.value is not None]
-
-
-def leftovers(stack: Stack) -> dict[str, Any]:
-    """What a finished close leaves behind: nothing in an outbox, an index or in progress."""
-    r = stack.redis_client()
-    return {
-        "outboxes": [k for k in r.scan_iter(f"{PREFIX}{keys.OUTBOX}*") if r.llen(k)],
-        "indexes": sorted(r.smembers(keys.indexed_key(PREFIX))),
-        "closing": r.hget(keys.periods_key(PREFIX), "closing"),
-    }
-
-
-def closed(stack: Stack) -> str | None:
-    value = stack.redis_client().hget(keys.periods_key(PREFIX), "calendar")
-    return None if value is None else FIDE_CALENDAR.decode(value if isinstance(value, bytes) else value.encode())
-
-
-def fide_game(game_id: str, white: str, black: str, result: str, at: str) -> bytes:
-    value = {
-        "event_id": f"e-{game_id}",
-        "game_id": game_id,
-        "white_id": white,
-        "black_id": black,
-        "result": result,
-        "termination": "checkmate",
-        "rated": True,
-        "time_control": {"base_seconds": 180, "increment_seconds": 0},
-        "finished_at": at,
-    }
-    return json.dumps(value, separators=(",", ":")).encode()
 
 
 @pytest.mark.timeout(400)
@@ -236,8 +175,8 @@ async def test_a_game_after_a_mark_closes_its_players_first_and_close_period_fin
     report = done.stderr.decode()
     assert "marked none; 2 ratings closed, 2 found closed already" in report, report
 
-    close_line = json.dumps({"control": "close", "period": "2026-11"}).encode()
-    expected, _ = rate(stack.tmp, "fide", seed, [*november, close_line, *later])
+    november_closes = close_line("2026-11")
+    expected, _ = rate(stack.tmp, "fide", seed, [*november, november_closes, *later])
     values = await published(stack, len(expected))
     assert per_key(values) == per_key(expected)
     a = [json.loads(v)["event_id"] for v in per_key(values)["A/blitz"]]
@@ -371,45 +310,9 @@ async def test_a_bootstrap_from_history_gives_rates_states_and_later_games_conti
     assert leftovers(stack)["outboxes"] == []
 
 
-def close_line(month: str) -> bytes:
-    return json.dumps({"control": "close", "period": month}).encode()
-
-
 def file_month_closes(file: list[bytes], through: str) -> bool:
     """Whether the month of the file's last game is one the bootstrap closes (up to `through`)."""
     return month_of(json.loads(file[-1])["finished_at"]) <= through
-
-
-def start_close(stack: Stack, log: Path, *args: str) -> "subprocess.Popen[bytes]":
-    with log.open("wb") as out:
-        return commands.start(
-            [sys.executable, "-m", "worker", "close-period", *args], env=stack.env(**FIDE), output=out.fileno()
-        )
-
-
-def kill_when(process: "subprocess.Popen[bytes]", log: Path, said: str | None, delay: float) -> bool:
-    """SIGKILL `process` `delay` seconds after its output shows `said` (None: after it started);
-    whether it was still running then."""
-    deadline = time.monotonic() + 60
-    while said is not None and said.encode() not in log.read_bytes():
-        if process.poll() is not None or time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    time.sleep(delay)
-    if process.poll() is not None:
-        return False
-    process.kill()
-    process.wait(timeout=10)
-    return True
-
-
-def first_copies(values: list[bytes]) -> list[bytes]:
-    """Each event once, at its first copy; every copy of an event is byte-identical."""
-    seen: dict[str, bytes] = {}
-    for value in values:
-        event_id = json.loads(value)["event_id"]
-        assert seen.setdefault(event_id, value) == value, f"copies of {event_id} differ"
-    return list(seen.values())
 
 
 @pytest.mark.timeout(500)
@@ -484,9 +387,9 @@ async def test_an_erased_player_held_in_others_games_reads_as_unrated_at_their_c
     done = close_period(stack, "2026-11")
     assert done.returncode == 0, done.stderr.decode(errors="replace")
 
-    close_line = json.dumps({"control": "close", "period": "2026-11"}).encode()
-    without_b, _ = rate(stack.tmp, "fide", seed, [games[1], close_line])  # as if A had never met B
-    with_b, _ = rate(stack.tmp, "fide", seed, [*games, close_line])
+    november_closes = close_line("2026-11")
+    without_b, _ = rate(stack.tmp, "fide", seed, [games[1], november_closes])  # as if A had never met B
+    with_b, _ = rate(stack.tmp, "fide", seed, [*games, november_closes])
     values = [json.loads(v) for v in await published(stack, 10)]
     close_of = {e["player_id"]: e for e in values if e["event_id"].startswith("period/2026-11/")}
     assert set(close_of) == {"A", "C"}  # B is gone: nothing of his is published again

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from schemas.game_finished import GameFinished
-from tests.integration.stream.test_fide import (
+from tests.support.closes import (
     FIDE,
     close_line,
     close_period,
