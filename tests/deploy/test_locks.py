@@ -90,4 +90,4 @@ def test_a_lock_missing_a_dependency_or_out_of_range_is_seen(tmp_path: Path) -> 
     old = tmp_path / "old.txt"
     old.write_text(re.sub(r"(?m)^redis==\S+", "redis==4.6.0", text))
     (found,) = problems(old, ())
-    assert found.startswith("old.txt: redis 4.6.0 is not redis<")
+    assert found.startswith("old.txt: redis 4.6.0 is not redis[hiredis]<")

@@ -133,12 +133,12 @@ def plan(
             else:
                 seeded = engine.seed(item.row, current, item.force, calendar, item.whole)
             updates: tuple[Update[S], ...] = () if seeded.update is None else (seeded.update,)
-            write = Write("", b"", reads, updates) if updates else None
+            game_id, digest, recorded = "", b"", bool(updates)
             outcome: GameOutcome[S] | SeedOutcome[S] | CloseOutcome[S] = seeded
         elif type(item) is CloseItem:
             closed = engine.close(item.period, item.key, states.get(item.key, unseen), state_of)
             updates = () if closed.update is None else (closed.update,)
-            write = Write("", b"", reads, updates) if updates else None
+            game_id, digest, recorded = "", b"", bool(updates)
             outcome = closed
         else:
             game = item.game if type(item) is Replayed else item
@@ -150,15 +150,14 @@ def plan(
             outcome = engine.apply(game, states, known, classification, calendar, state_of)
             updates = outcome.updates
             recorded = outcome.verdict is Verdict.APPLIED or outcome.verdict is Verdict.SKIPPED
-            write = Write(game.game_id, outcome.digest, reads, updates) if recorded else None
+            game_id, digest = game.game_id, outcome.digest
             if recorded:
                 records[game.game_id] = outcome.digest
         before = []
         for update in updates:
             before.append(states.get(update.key, unseen))
             states[update.key] = update.state
-        if write is not None:
-            write = write._replace(before=before)
+        write = Write(game_id, digest, reads, updates, before) if recorded else None
         planned.append(Planned(item, outcome, write, forgotten))
     return planned
 

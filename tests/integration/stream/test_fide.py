@@ -401,3 +401,40 @@ async def test_an_erased_player_held_in_others_games_reads_as_unrated_at_their_c
     assert (close_of["A"]["rating_after"], close_of["A"]["detail"]) == rated(without_b, "A")
     assert rated(with_b, "A") != rated(without_b, "A")  # the game against B would have counted
     assert (close_of["C"]["rating_after"], close_of["C"]["detail"]) == rated(with_b, "C")
+
+
+@pytest.mark.timeout(300)
+async def test_a_close_of_more_ratings_than_a_chunk_closes_them_several_chunks_at_once_as_rate(stack: Stack) -> None:
+    """1,600 ratings with games of November, held (no month closed before): the close takes them in
+    chunks of 500, several at once, each rating's held games counted with opponents' list ratings
+    that other chunks are closing meanwhile; per rating, `rate`'s events."""
+    await stack.create_topics(games=1, ratings=4)
+    rng = random.Random(17)
+    players = [f"p{n:04d}" for n in range(1600)]
+    seed = stack.tmp / "seed.csv"
+    rows = [f"{p},blitz,{rng.randrange(1400, 2500)},{rng.randrange(0, 80)},," for p in players]
+    seed.write_text("player_id,category,rating,rated_games,reached_2400,birth_year\n" + "\n".join(rows) + "\n")
+    assert stack.import_seed(seed, system="fide").returncode == 0
+    rng.shuffle(players)
+    results = ("1-0", "0-1", "1/2-1/2")
+    games = [
+        fide_game(
+            f"g{n}",
+            players[n],
+            players[(n + 1) % len(players)],
+            rng.choice(results),
+            f"2026-11-{n % 28 + 1:02d}T12:00:00Z",
+        )
+        for n in range(len(players))
+    ]  # each player in two games, his opponents' ratings in other chunks
+    stack.start_worker(**FIDE)
+    await stack.produce(games)
+    await stack.wait_committed(await stack.end_offsets(len(games)), timeout=120)
+    done = close_period(stack, "2026-11")
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert "1600 ratings to close" in done.stderr.decode()
+
+    expected, letters = rate(stack.tmp, "fide", seed, [*games, close_line("2026-11")])
+    assert not letters
+    assert per_key(await published(stack, len(expected))) == per_key(expected)
+    assert leftovers(stack) == {"outboxes": [], "indexes": [], "closing": None}
