@@ -119,9 +119,9 @@ class RulesSettings(BaseSettings):
             "`package.module:SPEC`, the import path of a system defined outside this package "
             "(docs/adding-a-system.md). It sets the defaults of `RATING_TOPIC_GAMES`, `RATING_TOPIC_RATINGS`, "
             "`RATING_TOPIC_DEAD_LETTERS`, `RATING_KAFKA_GROUP_ID` and `RATING_REDIS_KEY_PREFIX`; no deployment may "
-            "use another system's output topic, dead-letter topic, group or key prefix. `fide` and `tornelo` run "
-            "offline only in this release (`rate`, `sample`, `config`): every command that touches Kafka or Redis "
-            "refuses them at start.",
+            "use another system's output topic, dead-letter topic, group or key prefix. `fide` closes its months "
+            "with `rating-worker close-period`; `tornelo` runs offline only in this release (`rate`, `sample`, "
+            "`config`): every command that touches Kafka or Redis refuses it at start.",
         ),
     ] = registry.DEFAULT
 

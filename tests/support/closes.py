@@ -13,12 +13,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from redis.asyncio import Redis
+
 from tests.support import commands
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from worker.rules.finished_at import month_named, month_number
 from worker.store import keys
-from worker.systems.fide.codec import FIDE_CALENDAR
+from worker.store.redis_store import RedisStore
+from worker.systems.fide.codec import FIDE_CALENDAR, FIDE_STATES
+from worker.systems.fide.rules import FideRules
 
 FIDE = {"system": "fide"}
 PREFIX = "rating-fide:"  # fide's default RATING_REDIS_KEY_PREFIX
@@ -154,3 +158,27 @@ def first_copies(values: list[bytes]) -> list[bytes]:
         event_id = json.loads(value)["event_id"]
         assert seen.setdefault(event_id, value) == value, f"copies of {event_id} differ"
     return list(seen.values())
+
+
+SEED_HEADER = "player_id,category,rating,rated_games,reached_2400,birth_year"
+
+
+def seed_file(path: Path, *rows: str) -> Path:
+    """A fide seeding file of `rows` (`player_id,category,rating,rated_games,reached_2400,birth_year`)."""
+    path.write_text("\n".join([SEED_HEADER, *rows]) + "\n")
+    return path
+
+
+def killed_close_store(client: Redis) -> RedisStore[Any]:
+    """A store on fide's prefix to mark a month closed with, as a close-period killed right after
+    its mark leaves it (the mark made, nothing closed yet)."""
+    return RedisStore(
+        client,
+        PREFIX,
+        "killed-close",
+        5,
+        3600,
+        codec=FIDE_STATES,
+        pending=FideRules().pending,
+        calendar_codec=FIDE_CALENDAR,
+    )

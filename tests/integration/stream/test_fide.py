@@ -35,8 +35,10 @@ from tests.support.closes import (
     fide_game,
     first_copies,
     kill_when,
+    killed_close_store,
     leftovers,
     published,
+    seed_file,
     segments,
     start_close,
 )
@@ -46,9 +48,6 @@ from worker.embedded.traffic import traffic
 from worker.rules.finished_at import month_of
 from worker.rules.instants import instant
 from worker.store import keys
-from worker.store.redis_store import RedisStore
-from worker.systems.fide.codec import FIDE_CALENDAR, FIDE_STATES
-from worker.systems.fide.rules import FideRules
 from worker.systems.registry import BY_NAME
 
 pytestmark = pytest.mark.integration
@@ -115,16 +114,18 @@ async def test_one_worker_and_close_period_publish_per_rating_what_rate_writes(s
     assert len(await published(stack, len(expected))) == len(values)
 
 
+@pytest.mark.parametrize("wiped", [False, True], ids=["as-left", "restored-after-a-wipe"])
 @pytest.mark.timeout(300)
 async def test_a_game_after_a_mark_closes_its_players_first_and_close_period_finishes_the_close(
-    stack: Stack,
+    stack: Stack, wiped: bool
 ) -> None:
+    """November marked, as a killed close leaves it; a game of December closes A and B first; then
+    (`restored-after-a-wipe`) Redis loses everything and `restore` gives back the states, the
+    latest closed month, the close in progress and the index; `close-period` finishes the close:
+    per rating, `rate`'s events with the close line where the mark fell."""
     await stack.create_topics(games=1, ratings=4)
     seed = stack.tmp / "seed.csv"
-    seed.write_text(
-        "player_id,category,rating,rated_games,reached_2400,birth_year\n"
-        "A,blitz,2000,40,,\nB,blitz,1900,40,,\nC,blitz,2100,40,,\nD,blitz,2450,40,,\n"
-    )
+    seed_file(seed, "A,blitz,2000,40,,", "B,blitz,1900,40,,", "C,blitz,2100,40,,", "D,blitz,2450,40,,")
     assert stack.import_seed(seed, system="fide").returncode == 0
 
     november = [
@@ -141,16 +142,7 @@ async def test_a_game_after_a_mark_closes_its_players_first_and_close_period_fin
     # November marked closed, as a close-period killed right after its mark leaves it.
     client = Redis.from_url(stack.redis.url)
     try:
-        store = RedisStore(
-            client,
-            PREFIX,
-            "killed-close",
-            5,
-            3600,
-            codec=FIDE_STATES,
-            pending=FideRules().pending,
-            calendar_codec=FIDE_CALENDAR,
-        )
+        store = killed_close_store(client)
         snapshot = await store.read([], [])
         assert snapshot.calendar is None and snapshot.calendar_version == 0
         assert await store.mark(0, "2026-11", "2026-11") == 1
@@ -170,10 +162,26 @@ async def test_a_game_after_a_mark_closes_its_players_first_and_close_period_fin
 
     await stack.produce(later)  # A and B are closed first, by g9
     await stack.wait_committed(await stack.end_offsets(len(november) + len(later)), timeout=60)
+    if wiped:  # Redis lost everything in the middle of the close
+        r = stack.redis_client()
+        states = {k: r.get(k) for k in r.scan_iter(f"{PREFIX}{keys.STATE}*")}
+        for worker in stack.workers:
+            worker.kill()
+            worker.wait(timeout=10)
+        r.delete(*r.scan_iter(f"{PREFIX}*"))
+        restored = command(stack, "restore")
+        said = restored.stderr.decode(errors="replace")
+        assert restored.returncode == 0, said
+        assert "the close of 2026-11 was interrupted" in said, said
+        assert {k: r.get(k) for k in r.scan_iter(f"{PREFIX}{keys.STATE}*")} == states
+        assert closed(stack) == "2026-11" and leftovers(stack)["closing"] == b"2026-11"
+        assert r.smembers(keys.index_key(PREFIX, "2026-11")) == {b"C/blitz", b"D/blitz"}  # A and B hold none
+        stack.start_worker(**FIDE)
     done = close_period(stack, "2026-11")  # finishes the close in progress: C and D
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     report = done.stderr.decode()
-    assert "marked none; 2 ratings closed, 2 found closed already" in report, report
+    found = 0 if wiped else 2  # the index a restore rebuilds holds only the ratings still to close
+    assert f"marked none; 2 ratings closed, {found} found closed already" in report, report
 
     november_closes = close_line("2026-11")
     expected, _ = rate(stack.tmp, "fide", seed, [*november, november_closes, *later])
@@ -188,7 +196,7 @@ async def test_a_game_after_a_mark_closes_its_players_first_and_close_period_fin
 async def test_close_period_refuses_what_it_must_and_a_drain_past_its_timeout_marks_nothing(stack: Stack) -> None:
     await stack.create_topics(games=1, ratings=4)
     seed = stack.tmp / "seed.csv"
-    seed.write_text("player_id,category,rating,rated_games,reached_2400,birth_year\nA,blitz,2000,40,,\n")
+    seed_file(seed, "A,blitz,2000,40,,")
 
     for args, named in (
         (["2099-01"], "2099-01 is not due yet"),
@@ -364,10 +372,7 @@ async def test_an_erased_player_held_in_others_games_reads_as_unrated_at_their_c
     close, A's game against B is not rated, as against an unrated opponent; his game against C is."""
     await stack.create_topics(games=1, ratings=4)
     seed = stack.tmp / "seed.csv"
-    seed.write_text(
-        "player_id,category,rating,rated_games,reached_2400,birth_year\nA,blitz,2000,40,,\nB,blitz,1900,40,,\n"
-        "C,blitz,2100,40,,\n"
-    )
+    seed_file(seed, "A,blitz,2000,40,,", "B,blitz,1900,40,,", "C,blitz,2100,40,,")
     assert stack.import_seed(seed, system="fide").returncode == 0
     games = [
         fide_game("g1", "A", "B", "1-0", "2026-11-03T10:00:00Z"),
@@ -378,7 +383,7 @@ async def test_an_erased_player_held_in_others_games_reads_as_unrated_at_their_c
     await stack.wait_committed(await stack.end_offsets(len(games)), timeout=60)
     # A holds November's games: seeding him is refused, forced or not (they were counted with his rating).
     row = stack.tmp / "a.csv"
-    row.write_text("player_id,category,rating,rated_games,reached_2400,birth_year\nA,blitz,2050,40,,\n")
+    seed_file(row, "A,blitz,2050,40,,")
     refused = command(stack, "import", str(row), "--force")
     assert refused.returncode == 1, refused.stderr.decode(errors="replace")
     assert "refused: A/blitz holds games of a period not closed yet" in refused.stderr.decode()
@@ -413,7 +418,7 @@ async def test_a_close_of_more_ratings_than_a_chunk_closes_them_several_chunks_a
     players = [f"p{n:04d}" for n in range(1600)]
     seed = stack.tmp / "seed.csv"
     rows = [f"{p},blitz,{rng.randrange(1400, 2500)},{rng.randrange(0, 80)},," for p in players]
-    seed.write_text("player_id,category,rating,rated_games,reached_2400,birth_year\n" + "\n".join(rows) + "\n")
+    seed_file(seed, *rows)
     assert stack.import_seed(seed, system="fide").returncode == 0
     rng.shuffle(players)
     results = ("1-0", "0-1", "1/2-1/2")

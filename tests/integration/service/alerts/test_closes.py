@@ -29,14 +29,11 @@ from tests.integration.service.alerts.recording import (
     wait_until,
 )
 from tests.support import prometheus
-from tests.support.closes import FIDE, PREFIX, close_period, due_month, game, month_before
+from tests.support.closes import FIDE, PREFIX, close_period, due_month, game, killed_close_store, month_before
 from tests.support.prometheus import Recording
 from tests.support.stack import Stack
 from worker.rules.finished_at import month_number
 from worker.store import keys
-from worker.store.redis_store import RedisStore
-from worker.systems.fide.codec import FIDE_CALENDAR, FIDE_STATES
-from worker.systems.fide.rules import FideRules
 
 pytestmark = pytest.mark.integration
 
@@ -116,16 +113,7 @@ async def test_a_close_left_in_progress_is_stuck_and_finishing_it_ends_that(stac
     # The due month marked closed, as a close-period killed right after its mark leaves it.
     client = Redis.from_url(stack.redis.url)
     try:
-        store = RedisStore(
-            client,
-            PREFIX,
-            "killed-close",
-            5,
-            3600,
-            codec=FIDE_STATES,
-            pending=FideRules().pending,
-            calendar_codec=FIDE_CALENDAR,
-        )
+        store = killed_close_store(client)
         assert await store.mark(0, due, due) == 1
     finally:
         await client.aclose()
