@@ -490,18 +490,27 @@ def cmd_check(args: argparse.Namespace) -> int:
     return FAILED if stopping else 0
 
 
-def _closed_through(settings: "WorkerSettings", period: str | None) -> str | None:
-    """`--closed-through PERIOD` checked: a period the system's close-period could close."""
+def _closed_through(settings: "WorkerSettings", period: str | None, due: bool = False) -> str | None:
+    """`--closed-through PERIOD` checked: a period the system's close-period could close (`due`:
+    and would close now without --force: closed early, the games still to come would be late)."""
     if period is None:
         return None
     if settings.spec().calendar_codec is None:
         raise UsageError(f"--closed-through: RATING_SYSTEM={settings.system} has no periods closed by close-period")
-    from worker.operate.close_period import CloseRefused, checked_period, periods_of  # noqa: PLC0415
+    from worker.operate.close_period import CloseRefused, checked_period, periods_of, up_to  # noqa: PLC0415
 
+    periods = periods_of(settings)
     try:
-        return checked_period(periods_of(settings), period)
+        checked_period(periods, period)
     except CloseRefused as e:
         raise UsageError(f"--closed-through: {e}") from None
+    latest = periods.latest_due(int(time.time()), settings.period_grace_seconds)
+    if due and (latest is None or not up_to(periods, period, latest)):
+        raise UsageError(
+            f"--closed-through: {period} is not due yet (RATING_PERIOD_GRACE_SECONDS={settings.period_grace_seconds} "
+            "after its end has not passed): closed now, its games still to come would be late"
+        )
+    return period
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
@@ -556,7 +565,7 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     prefix = _rebuild_prefix(args.prefix, settings)
     say = lambda line: print(line, file=sys.stderr)  # noqa: E731
     memory = int(args.memory_mb * MIB)
-    closed = _closed_through(settings, args.closed_through)
+    closed = _closed_through(settings, args.closed_through, due=True)
     report = _one_shot(settings, lambda: rebuild(settings, seeds, prefix, args.force, say, memory, closed))
     return 1 if report.refused else 0
 
@@ -573,6 +582,12 @@ def cmd_switch_over(args: argparse.Namespace) -> int:
         print(f"not switched: {rating} is unrated in the rebuild (an imported event needs a rating)", file=sys.stderr)
     for rating in report.moving:
         print(f"not switched: {rating} changed in each of its rounds; run switch-over again", file=sys.stderr)
+    for rating in report.refused:
+        print(
+            f"not switched: {rating}'s rebuilt state holds games of a period closed since the rebuild; run rebuild "
+            "and switch-over again",
+            file=sys.stderr,
+        )
     for rating in report.live_only:
         print(
             f"not compared: {rating} is live but has no state in the rebuild (imported since?); contract v1 cannot "
@@ -584,7 +599,7 @@ def cmd_switch_over(args: argparse.Namespace) -> int:
         f"{report.rounds} rounds; {report.brought_forward} games applied since the rebuild brought forward",
         file=sys.stderr,
     )
-    return 1 if report.moving else 0
+    return 1 if report.moving or report.refused else 0
 
 
 def cmd_records(args: argparse.Namespace) -> int:

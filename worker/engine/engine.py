@@ -350,8 +350,10 @@ class Engine(Generic[S]):
             return SeedOutcome(SeedVerdict.REFUSED)
         periods = self.periods
         if periods is not None:
-            closed = periods.closing(current, periods.opening if calendar is None else calendar)
-            if closed or not (whole or periods.seedable(current)):  # fide: games counted with its list rating
+            now = periods.opening if calendar is None else calendar
+            if periods.closing(current, now) or not (whole or periods.seedable(current)):  # fide: games counted
+                return SeedOutcome(SeedVerdict.REFUSED)  # with its list rating
+            if whole and periods.closing(seeded, now):  # a rebuilt state holding a period closed since the rebuild
                 return SeedOutcome(SeedVerdict.REFUSED)
         after = self.rules.numbered(seeded, current.seq + 1)
         event = RatingEvent(

@@ -19,17 +19,23 @@ workers running:
    moving are listed, for a re-run.
 A per-period system (fide) also sets the live calendar: the rebuild closed every period up to
 the live one's latest closed period (or `--closed-through`); where the live calendar is behind
-it (or has closed nothing), each period up to the rebuild's is marked and closed in turn, after
-the imports, as `close-period` does (a rating imported whole holds no game of them any more,
-and leaves the index unchanged). Where the live calendar is ahead (a close ran after the
-rebuild), the switch-over is refused: the rebuild is out of date. A rebuilt state is imported
-whole (its pending games and pool too), over games not closed yet as well: those were counted
-with the rebuilt ratings.
+it (or has closed nothing), each period up to the rebuild's is first marked and closed in turn,
+with the live states, as `close-period` does, before anything is compared: a game applied from
+then on is late live as in the rebuild's view (which brings the games after the rebuild
+forward with its calendar), and the imports then give every rating the rebuilt state. Where the
+live calendar is ahead (a close ran after the rebuild, or during the switch-over), it is
+refused: the rebuild is out of date. A rebuilt state is imported whole (its pending games and
+pool too), over games not closed yet as well: those were counted with the rebuilt ratings; but
+not one holding a period the live calendar closed since (listed, status 1).
 
-**Bootstrap from history.** Onto a live prefix with no state at all (a new deployment, its
-workers not started yet), the switch-over does not wait for workers (there are none), and
-sets the workers' start point: their watermarks at the rebuild's offsets, so that a worker
-starts each partition there (with no committed offset) and takes any record below as done.
+**Bootstrap from history.** Onto a live prefix with no state, where no worker has applied a
+game (no watermark) and the workers' group has committed no offset past the rebuild's (those
+games would be in neither), the switch-over waits for no worker (there is none yet) and then
+sets the workers' start point: the rebuild's idempotency records copied under the live prefix
+(a late copy of a game of the history is a duplicate there too), the group's committed offsets
+(by a consumer that never joins the group: a group with members refuses the commit) and the
+watermarks raised to the rebuild's offsets. The workers then start each partition there, and
+take any record below as done.
 
 Games a worker applies after a rating's import are applied on top of it, as usual. So with no
 rule changed nothing is imported, and a corrected rule reaches every rating, including the
@@ -42,7 +48,7 @@ unrated by the corrected rules (so `rebuild` needs the seed file the deployment 
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +68,7 @@ from worker.operate.rebuild import (
     read_history,
     same,
 )
-from worker.operate.redis_ops import CHUNK, connected, rating_keys, read_states, with_retry
+from worker.operate.redis_ops import CHUNK, connected, matching_keys, rating_keys, read_states, with_retry
 from worker.replay.memory_store import MemoryBackend
 from worker.rules.hundredths import Points
 from worker.service.connections import close_quietly, kafka_options
@@ -91,6 +97,7 @@ class SwitchReport:
     moving: list[str] = field(default_factory=list)  # changed by the workers in every round
     live_only: list[str] = field(default_factory=list)  # live ratings the rebuild has no state for
     marked: list[str] = field(default_factory=list)  # a per-period system's periods marked closed, in order
+    refused: list[str] = field(default_factory=list)  # rebuilt states holding a period closed since the rebuild
 
 
 async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str], None]) -> SwitchReport:
@@ -106,9 +113,18 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
         live_through, rebuilt_through = await _calendars(redis, settings, prefix)
         bootstrap = not await rating_keys(redis, settings.redis_key_prefix)
         if bootstrap:
-            say("switch-over: the live prefix has no state: a bootstrap, no worker to wait for")
+            await _check_bootstrap(redis, settings, ends)
+            say("switch-over: the live prefix has no state and no worker has applied a game: a bootstrap")
         else:
             await _wait_for_workers(redis, settings, ends, say)
+        if rebuilt_through is not None and rebuilt_through != live_through:
+            # The live months up to the rebuild's closed first (as close-period would, with the live
+            # states), so that a game applied from now on is late there as in the rebuild's view.
+            async with pipeline_for(settings) as (pipeline, _, store):
+                closes = CloseReport()
+                await mark_through(pipeline, store, rebuilt_through, closes, say)
+            report.marked = closes.marked
+            say(f"switch-over: the live calendar set to the rebuild's: {rebuilt_through} closed")
         rebuilt_keys = await rating_keys(redis, prefix)
         rules = settings.rules()
         moved: set[str] = set()
@@ -147,16 +163,35 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
                 report.differing = len(rows) + len(unrated)
             say(f"switch-over: round {report.rounds}: {len(rows)} ratings differ; importing them")
             moved = await _import(settings, rows, expected, report) if rows else set()
-        if rebuilt_through is not None and rebuilt_through != live_through:
-            async with pipeline_for(settings) as (pipeline, _, store):
-                closes = CloseReport()
-                await mark_through(pipeline, store, rebuilt_through, closes, say)
-            report.marked = closes.marked
-            say(f"switch-over: the live calendar set to the rebuild's: {rebuilt_through} closed")
+        if rebuilt_through is not None:
+            await _calendars(redis, settings, prefix)  # a close ran meanwhile: the rebuild is out of date
         if bootstrap:
+            copied = await _copy_records(redis, prefix, settings.redis_key_prefix)
             await _start_point(redis, settings, ends)
-            say(f"switch-over: the workers start from the rebuild's offsets ({_offsets(ends)})")
+            say(
+                f"switch-over: the workers start from the rebuild's offsets ({_offsets(ends)}); "
+                f"{copied} keys of the rebuild's idempotency records copied"
+            )
     return report
+
+
+async def _check_bootstrap(redis: "Redis", settings: WorkerSettings, ends: dict[int, int]) -> None:
+    """A bootstrap only before any worker has applied a game (no watermark) and with the group's
+    committed offsets not past the rebuild's (the games between would be in neither)."""
+    marks = await with_retry(redis.hgetall, keys.watermark_key(settings.redis_key_prefix, settings.topic_games))
+    if marks:
+        raise NotReady(
+            "the live prefix has no state but workers have applied games to it: stop them, delete its keys, "
+            "then switch over (a bootstrap starts the workers from the rebuild's offsets)"
+        )
+    committed = await _committed(settings, ends)
+    past = {p: (c, ends[p]) for p, c in committed.items() if c is not None and c > ends[p]}
+    if past:
+        listed = ", ".join(f"partition {p} at {c}, the rebuild read up to {e}" for p, (c, e) in sorted(past.items()))
+        raise NotReady(
+            f"the workers' group {settings.kafka_group_id} has committed offsets past the rebuild's ({listed}): "
+            "their games would be in neither; run `rating-worker rebuild --force` again, then switch over"
+        )
 
 
 async def _calendars(redis: "Redis", settings: WorkerSettings, prefix: str) -> tuple[str | None, str | None]:
@@ -176,28 +211,80 @@ async def _calendars(redis: "Redis", settings: WorkerSettings, prefix: str) -> t
 
 
 async def _start_point(redis: "Redis", settings: WorkerSettings, ends: dict[int, int]) -> None:
-    """The workers' start at the rebuild's offsets: their group's committed offsets, and their
-    watermarks (a record below is taken as done, `worker.stream.consumer`), each raised to them
-    where lower. The group is not joined: a commit of a partition assigned by hand."""
+    """The workers' start at the rebuild's offsets: their group's committed offsets first, then
+    their watermarks (a record below is taken as done, `worker.stream.consumer`), each raised to
+    them where lower. The group is not joined: a commit of partitions assigned by hand, which a
+    group with members refuses."""
+    committed = await _committed(settings, ends)
+    commits = {p: end for p, end in ends.items() if (committed[p] or 0) < end}
+    if commits:
+        await _in_group(settings, ends, lambda group, tps: group.commit({tps[p]: o for p, o in commits.items()}))
     key = keys.watermark_key(settings.redis_key_prefix, settings.topic_games)
-    marks = {int(p): int(o) for p, o in (await with_retry(redis.hgetall, key)).items()}
-    raised: dict[Any, Any] = {p: end for p, end in ends.items() if marks.get(p, 0) < end}
+    raised: dict[Any, Any] = dict(ends)  # no watermark yet (`_check_bootstrap`)
     if raised:
         await with_retry(lambda: redis.hset(key, mapping=raised))
+
+
+async def _committed(settings: WorkerSettings, ends: dict[int, int]) -> dict[int, int | None]:
+    """The workers' group's committed offset of each partition (None: none), read without joining."""
+    found: dict[int, int | None] = {}
+
+    async def read(group: AIOKafkaConsumer, tps: dict[int, TopicPartition]) -> None:
+        for p, tp in tps.items():
+            found[p] = await retrying(KAFKA_READ, group.committed, tp)
+
+    await _in_group(settings, ends, read)
+    return found
+
+
+async def _in_group(
+    settings: WorkerSettings,
+    ends: dict[int, int],
+    act: Callable[[AIOKafkaConsumer, dict[int, TopicPartition]], Awaitable[object]],
+) -> None:
+    """`act` with a consumer of the workers' group id that never joins it, the partitions of `ends` assigned."""
     group = AIOKafkaConsumer(**kafka_options(settings), group_id=settings.kafka_group_id, enable_auto_commit=False)
     try:
         await retrying(KAFKA_CONNECT, group.start)
         tps = {p: TopicPartition(settings.topic_games, p) for p in ends}
         group.assign(list(tps.values()))
-        commits = {}
-        for p, end in ends.items():
-            committed = await retrying(KAFKA_READ, group.committed, tps[p])
-            if committed is None or committed < end:
-                commits[tps[p]] = end
-        if commits:
-            await retrying(KAFKA_READ, group.commit, commits)
+        await act(group, tps)
     finally:
         await close_quietly(group.stop())
+
+
+async def _copy_records(redis: "Redis", source: str, target: str) -> int:
+    """The rebuild's idempotency records (of the games whose input record arrived within the
+    retention) copied under the live prefix, with their layout, so that a late copy of a game of
+    the history is a duplicate there too: each bucket's fields, and each key of the earlier layout
+    with its expiry. Returns the keys copied."""
+    copied = 0
+    for name in ("records", "record_bits"):
+        value = await with_retry(redis.hget, keys.store_key(source), name)
+        if value is not None:
+            await with_retry(redis.hsetnx, keys.store_key(target), name, value)
+
+    async def bucket(key: str) -> bool:
+        fields: dict[Any, Any] = await redis.hgetall(key)
+        if fields:
+            await redis.hset(target + key[len(source) :], mapping=fields)
+        return bool(fields)
+
+    async def legacy(key: str) -> bool:
+        value, ttl = await redis.get(key), await redis.pttl(key)
+        if value is not None:
+            await redis.set(target + key[len(source) :], value, px=ttl if ttl > 0 else None)
+        return value is not None
+
+    for key in await matching_keys(redis, f"{source}{keys.RECORDS}*"):
+        copied += await with_retry(bucket, _text(key))
+    for key in await matching_keys(redis, f"{source}{keys.GAME}*"):
+        copied += await with_retry(legacy, _text(key))
+    return copied
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _offsets(ends: dict[int, int]) -> str:
@@ -292,4 +379,6 @@ async def _import(
                     report.switched += 1
                 elif p.outcome.verdict is SeedVerdict.MOVED:
                     moved.add(p.item.row.key)
+                elif p.outcome.verdict is SeedVerdict.REFUSED:  # holds a period closed since the rebuild
+                    report.refused.append(p.item.row.key)
     return moved

@@ -291,6 +291,8 @@ class RedisStore(Generic[S]):
         reconnected), so each WAIT follows a small write of its own on the same connection
         (`syncs`): replicas that hold it hold everything written before it.
         """
+        # Only the applies made before this call: another task's apply during the WAIT is not covered.
+        applied = self._unreplicated
         if self.wait_replicas > 0:
             async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.hincrby(keys.store_key(self.prefix), "syncs", 1)
@@ -301,7 +303,7 @@ class RedisStore(Generic[S]):
                     f"{acknowledged} of RATING_REDIS_WAIT_REPLICAS={self.wait_replicas} replicas acknowledged "
                     f"a write within {self.wait_timeout_ms} ms"
                 )
-        self.known = max(self.known, self._unreplicated)
+        self.known = max(self.known, applied)
 
 
 def _claimed(claimed: list[Any], blocked: list[bytes], ours: dict[str, list[bytes]]) -> Claimed:

@@ -262,6 +262,7 @@ async def test_a_bootstrap_from_history_gives_rates_states_and_later_games_conti
     seed.write_text(sim.seed_csv())
     games = [line for line in sim.game_lines(400) if b'"control"' not in line]
     history, later = games[:250], games[250:]
+    later.insert(5, history[-1])  # a late copy of a game of the history: a duplicate (its record copied)
     history_months = sorted({month_of(json.loads(line)["finished_at"]) for line in history})
     assert len(history_months) >= 4, history_months
     through = history_months[-2]  # the last month of the history stays open
@@ -274,7 +275,8 @@ async def test_a_bootstrap_from_history_gives_rates_states_and_later_games_conti
     switched = command(stack, "switch-over")
     said = switched.stderr.decode(errors="replace")
     assert switched.returncode == 0, said
-    assert "a bootstrap, no worker to wait for" in said
+    assert "no worker has applied a game: a bootstrap" in said
+    assert "keys of the rebuild's idempotency records copied" in said
     assert f"the live calendar set to the rebuild's: {through} closed" in said
     assert f"the workers start from the rebuild's offsets (partition 0 at {len(history)})" in said
     assert closed(stack) == through
@@ -443,3 +445,28 @@ async def test_a_close_of_more_ratings_than_a_chunk_closes_them_several_chunks_a
     assert not letters
     assert per_key(await published(stack, len(expected))) == per_key(expected)
     assert leftovers(stack) == {"outboxes": [], "indexes": [], "closing": None}
+
+
+@pytest.mark.timeout(200)
+async def test_a_bootstrap_is_refused_once_a_worker_has_applied_records_to_the_prefix(stack: Stack) -> None:
+    """No state under the prefix (its states deleted), but its watermarks show a worker applied
+    records to it: a bootstrap would set a start point the workers have passed, so `switch-over`
+    refuses and writes nothing."""
+    await stack.create_topics(games=1, ratings=4)
+    games = [fide_game("g1", "A", "B", "1-0", "2026-10-03T10:00:00Z")]
+    await stack.produce(games)
+    rebuilt = command(stack, "rebuild")
+    assert rebuilt.returncode == 0, rebuilt.stderr.decode(errors="replace")
+    stack.start_worker(**FIDE)
+    await stack.produce([b"not json"])  # dead-lettered: the watermark passes it too
+    await stack.wait_committed(await stack.end_offsets(2), timeout=60)
+    r = stack.redis_client()
+    r.delete(*r.scan_iter(f"{PREFIX}{keys.STATE}*"))  # the states gone, the watermarks left
+    for worker in stack.workers:
+        worker.kill()
+        worker.wait(timeout=10)
+    refused = command(stack, "switch-over")
+    said = refused.stderr.decode(errors="replace")
+    assert refused.returncode == 1, said
+    assert "the live prefix has no state but workers have applied games to it" in said.strip().splitlines()[-1]
+    assert not list(r.scan_iter(f"{PREFIX}{keys.STATE}*"))

@@ -9,8 +9,9 @@ from schemas.system_game import SystemGameFinished
 from schemas.tornelo_game import TorneloGameFinished
 from tests.support.contract import VALID_GAME
 from tests.support.ratings import Ratings
-from worker.engine.engine import Engine, Verdict
-from worker.rules.hundredths import Points
+from worker.engine.engine import Engine, SeedVerdict, Verdict
+from worker.rules.hundredths import Hundredths, Points
+from worker.systems.fide.rules import Entry, FideState
 from worker.systems.fide.rules import parse_seed_row as fide_row
 from worker.systems.registry import FIDE, TORNELO
 from worker.systems.tornelo.rules import parse_seed_row as tornelo_row
@@ -55,3 +56,24 @@ def test_a_tornelo_game_of_an_ended_tournament_is_late() -> None:
     ratings.close("T1")
     assert ratings.apply(tornelo_game("g2", "T1")).late  # rated at once: its tournament ended
     assert not ratings.apply(tornelo_game("g3", "T2")).late
+
+
+def test_a_rebuilt_state_is_imported_whole_over_open_games_but_not_holding_a_month_closed_since() -> None:
+    """A switch-over's row (`row_of`: the rebuilt state whole) is imported over a rating holding
+    games not closed yet (they were counted with the rebuilt ratings), unlike a seeding row; but
+    not when it holds games of a month the live calendar has closed since the rebuild."""
+    engine = Engine(FIDE, Points(1200))
+    rules = engine.rules
+    live = FideState(Hundredths(200000), 40, 3, pending=(Entry("2026-11", 1, Hundredths(100)),))
+    rebuilt = FideState(Hundredths(201000), 41, 9, pending=(Entry("2026-11", 2, Hundredths(150)),))
+    row = rules.row_of("A", "blitz", rebuilt)
+    assert row is not None
+    assert (
+        engine.seed(fide_row(["A", "blitz", "2010", "41", "", ""]), live, True, "2026-10").verdict
+        is SeedVerdict.REFUSED
+    )
+    imported = engine.seed(row, live, True, "2026-10", whole=True)
+    assert imported.verdict is SeedVerdict.IMPORTED
+    assert imported.update is not None and imported.update.state == rebuilt._replace(seq=4)
+    # November closed live after the rebuild: the rebuilt state would hold a closed month.
+    assert engine.seed(row, live._replace(pending=()), True, "2026-11", whole=True).verdict is SeedVerdict.REFUSED
