@@ -48,7 +48,8 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from worker.engine.engine import CloseOutcome
-from worker.operate.redis_ops import connected, with_retry
+from worker.operate.redis_ops import connected, text, with_retry
+from worker.operate.topic_scan import group_reader
 from worker.rules.period_interface import Calendar, PeriodSystem
 from worker.service import period_closes
 from worker.service.connections import close_quietly, kafka_options
@@ -330,7 +331,7 @@ async def _close_index(pipeline: Pipeline[Any], store: RedisStore[Any], period: 
         cursor = 0
         while True:
             cursor, members = await with_retry(store.redis.sscan, index, cursor, None, CHUNK)
-            fresh = sorted({_text(m) for m in members}.difference(seen))
+            fresh = sorted({text(m) for m in members}.difference(seen))
             seen.update(fresh)
             if fresh:
                 await chunks.put(fresh)
@@ -375,17 +376,13 @@ async def _close_chunk(
 
 async def _recorded(store: RedisStore[Any]) -> set[str]:
     """The periods with recorded games (an index)."""
-    return set(map(_text, await with_retry(store.redis.smembers, keys.indexed_key(store.prefix))))
+    return set(map(text, await with_retry(store.redis.smembers, keys.indexed_key(store.prefix))))
 
 
 async def fields(redis: Redis, prefix: str, *names: str) -> list[str | None]:
     """Fields of the store's `periods` hash (see `worker.store.keys`), None where absent."""
     values = await with_retry(redis.hmget, keys.periods_key(prefix), list(names))
-    return [None if v is None else _text(v) for v in values]
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+    return [None if v is None else text(v) for v in values]
 
 
 async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[[str], None]) -> float:
@@ -403,10 +400,7 @@ async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[
     )
     said = False
     next_log = started
-    # The workers' group, read, never joined: `committed` needs no membership.
-    group = AIOKafkaConsumer(**kafka_options(settings), group_id=settings.kafka_group_id, enable_auto_commit=False)
-    try:
-        await retrying(KAFKA_CONNECT, group.start)
+    async with group_reader(settings) as group:
         while True:
             marks = await with_retry(store.watermarks, settings.topic_games)
             behind = {}
@@ -453,8 +447,6 @@ async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[
                 say(f"close-period: waiting for the workers to apply the input up to its end ({len(behind)} behind)")
                 said = True
             await asyncio.sleep(DRAIN_POLL_SECONDS)
-    finally:
-        await close_quietly(group.stop())
 
 
 async def input_ends(settings: WorkerSettings) -> dict[int, int]:
@@ -497,7 +489,7 @@ async def status(settings: WorkerSettings) -> Status:
     prefix = settings.redis_key_prefix
     async with connected(settings) as redis:
         calendar, closing, closed_at = await fields(redis, prefix, "calendar", "closing", "closed_at")
-        recorded = sorted(map(_text, await with_retry(redis.smembers, keys.indexed_key(prefix))))
+        recorded = sorted(map(text, await with_retry(redis.smembers, keys.indexed_key(prefix))))
         left = await with_retry(redis.scard, keys.index_key(prefix, closing)) if closing else 0
     return Status(
         codec.decode((calendar or "").encode()),

@@ -21,15 +21,15 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 
 from worker.operate.redis_ops import connected
-from worker.service.connections import close_quietly, kafka_options
+from worker.operate.topic_scan import group_reader
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.stream import unreadable
-from worker.stream.retry import KAFKA_CONNECT, KAFKA_READ, REDIS_COMMAND, retrying
+from worker.stream.retry import KAFKA_READ, REDIS_COMMAND, retrying
 
 POLL_SECONDS = 0.5  # how often the worker's report is looked for (a worker looks for instructions every second)
 
@@ -46,17 +46,13 @@ class Outcome:
 
 async def committed_offset(settings: WorkerSettings, tp: TopicPartition) -> int | None:
     """The group's committed offset of `tp` (None: none committed), asked as a member-less client."""
-    consumer = AIOKafkaConsumer(**kafka_options(settings), group_id=settings.kafka_group_id, enable_auto_commit=False)
-    try:
-        await retrying(KAFKA_CONNECT, consumer.start)
+    async with group_reader(settings) as consumer:
         await retrying(KAFKA_READ, consumer.topics)  # the metadata of every topic
         partitions = consumer.partitions_for_topic(tp.topic)
         if not partitions or tp.partition not in partitions:
             raise NotDone(f"{tp.topic} has no partition {tp.partition} (RATING_TOPIC_GAMES)")
         offset: int | None = await retrying(KAFKA_READ, consumer.committed, tp)
         return offset
-    finally:
-        await close_quietly(consumer.stop())
 
 
 async def dead_letter_unreadable(settings: WorkerSettings, partition: int, offset: int, wait: float) -> Outcome:

@@ -95,3 +95,8 @@ async def rating_keys(redis: Redis, prefix: str) -> list[str]:
 def _bytes(value: bytes | str) -> bytes:
     """A value as the commands' clients return it (bytes: they do not decode responses)."""
     return value.encode() if isinstance(value, str) else value
+
+
+def text(value: bytes | str) -> str:
+    """A reply of Redis as text (redis-py gives bytes, or str with decode_responses)."""
+    return value.decode() if isinstance(value, bytes) else value

@@ -68,16 +68,16 @@ from worker.operate.rebuild import (
     read_history,
     same,
 )
-from worker.operate.redis_ops import CHUNK, connected, matching_keys, rating_keys, read_states, with_retry
+from worker.operate.redis_ops import CHUNK, connected, matching_keys, rating_keys, read_states, text, with_retry
+from worker.operate.topic_scan import group_reader
 from worker.replay.memory_store import MemoryBackend
 from worker.rules.hundredths import Points
-from worker.service.connections import close_quietly, kafka_options
 from worker.service.owner import own_prefix
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
 from worker.store import keys, records
 from worker.store.schedule import SeedItem
-from worker.stream.retry import KAFKA_CONNECT, KAFKA_READ, retrying
+from worker.stream.retry import KAFKA_READ, retrying
 
 ROUNDS = 5  # rounds for ratings that moved while they were compared
 WATERMARK_POLL_SECONDS = 0.5
@@ -113,7 +113,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
         live_through, rebuilt_through = await _calendars(redis, settings, prefix)
         bootstrap = not await rating_keys(redis, settings.redis_key_prefix)
         if bootstrap:
-            await _check_bootstrap(redis, settings, ends)
+            committed = await _check_bootstrap(redis, settings, ends)
             say("switch-over: the live prefix has no state and no worker has applied a game: a bootstrap")
         else:
             await _wait_for_workers(redis, settings, ends, say)
@@ -167,7 +167,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
             await _calendars(redis, settings, prefix)  # a close ran meanwhile: the rebuild is out of date
         if bootstrap:
             copied = await _copy_records(redis, prefix, settings.redis_key_prefix)
-            await _start_point(redis, settings, ends)
+            await _start_point(redis, settings, ends, committed)
             say(
                 f"switch-over: the workers start from the rebuild's offsets ({_offsets(ends)}); "
                 f"{copied} keys of the rebuild's idempotency records copied"
@@ -175,7 +175,7 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
     return report
 
 
-async def _check_bootstrap(redis: "Redis", settings: WorkerSettings, ends: dict[int, int]) -> None:
+async def _check_bootstrap(redis: "Redis", settings: WorkerSettings, ends: dict[int, int]) -> dict[int, int | None]:
     """A bootstrap only before any worker has applied a game (no watermark) and with the group's
     committed offsets not past the rebuild's (the games between would be in neither)."""
     marks = await with_retry(redis.hgetall, keys.watermark_key(settings.redis_key_prefix, settings.topic_games))
@@ -192,6 +192,7 @@ async def _check_bootstrap(redis: "Redis", settings: WorkerSettings, ends: dict[
             f"the workers' group {settings.kafka_group_id} has committed offsets past the rebuild's ({listed}): "
             "their games would be in neither; run `rating-worker rebuild --force` again, then switch over"
         )
+    return committed  # the group's offsets, for `_start_point`
 
 
 async def _calendars(redis: "Redis", settings: WorkerSettings, prefix: str) -> tuple[str | None, str | None]:
@@ -210,12 +211,13 @@ async def _calendars(redis: "Redis", settings: WorkerSettings, prefix: str) -> t
     return live, rebuilt
 
 
-async def _start_point(redis: "Redis", settings: WorkerSettings, ends: dict[int, int]) -> None:
+async def _start_point(
+    redis: "Redis", settings: WorkerSettings, ends: dict[int, int], committed: dict[int, int | None]
+) -> None:
     """The workers' start at the rebuild's offsets: their group's committed offsets first, then
     their watermarks (a record below is taken as done, `worker.stream.consumer`), each raised to
     them where lower. The group is not joined: a commit of partitions assigned by hand, which a
     group with members refuses."""
-    committed = await _committed(settings, ends)
     commits = {p: end for p, end in ends.items() if (committed[p] or 0) < end}
     if commits:
         await _in_group(settings, ends, lambda group, tps: group.commit({tps[p]: o for p, o in commits.items()}))
@@ -242,15 +244,11 @@ async def _in_group(
     ends: dict[int, int],
     act: Callable[[AIOKafkaConsumer, dict[int, TopicPartition]], Awaitable[object]],
 ) -> None:
-    """`act` with a consumer of the workers' group id that never joins it, the partitions of `ends` assigned."""
-    group = AIOKafkaConsumer(**kafka_options(settings), group_id=settings.kafka_group_id, enable_auto_commit=False)
-    try:
-        await retrying(KAFKA_CONNECT, group.start)
+    """`act` with a consumer of the workers' group that never joins it, the partitions of `ends` assigned."""
+    async with group_reader(settings) as group:
         tps = {p: TopicPartition(settings.topic_games, p) for p in ends}
         group.assign(list(tps.values()))
         await act(group, tps)
-    finally:
-        await close_quietly(group.stop())
 
 
 async def _copy_records(redis: "Redis", source: str, target: str) -> int:
@@ -277,14 +275,10 @@ async def _copy_records(redis: "Redis", source: str, target: str) -> int:
         return value is not None
 
     for key in await matching_keys(redis, f"{source}{keys.RECORDS}*"):
-        copied += await with_retry(bucket, _text(key))
+        copied += await with_retry(bucket, text(key))
     for key in await matching_keys(redis, f"{source}{keys.GAME}*"):
-        copied += await with_retry(legacy, _text(key))
+        copied += await with_retry(legacy, text(key))
     return copied
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _offsets(ends: dict[int, int]) -> str:

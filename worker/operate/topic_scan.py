@@ -1,4 +1,5 @@
-"""Reading a topic to its current end, from its beginning or given offsets: restore, rebuild, switch-over.
+"""Reading a topic to its current end, from its beginning or given offsets: restore, rebuild, switch-over;
+and the workers' group read (or committed to) without joining it (`group_reader`).
 
 A record the Kafka client cannot hand over (a header key that is not UTF-8, data that does not
 decompress: `worker.stream.unreadable`) stops no scan: its partition is read alone up to it, then
@@ -7,6 +8,7 @@ come as usual, and each unreadable one is left out with one warning naming topic
 offset, as `run` dead-letters it (`invalid_encoding`) once an operator has its worker go past it.
 """
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 
@@ -21,6 +23,18 @@ from worker.stream.retry import KAFKA_CONNECT, KAFKA_READ, retrying
 log = logging.getLogger(__name__)
 FETCH_TIMEOUT_MS = 500
 ISOLATE_RECORDS = 10_000  # records of one partition read alone at a time, after a fetch the client could not read
+
+
+@contextlib.asynccontextmanager
+async def group_reader(settings: WorkerSettings) -> AsyncIterator[AIOKafkaConsumer]:
+    """A started consumer with the workers' group id that never joins the group: `committed` needs
+    no membership, and a commit of partitions assigned by hand is one a group with members refuses."""
+    consumer = AIOKafkaConsumer(**kafka_options(settings), group_id=settings.kafka_group_id, enable_auto_commit=False)
+    try:
+        await retrying(KAFKA_CONNECT, consumer.start)
+        yield consumer
+    finally:
+        await close_quietly(consumer.stop())
 
 
 async def scan(

@@ -115,6 +115,7 @@ def plan(
     records: dict[str, bytes] = dict(snapshot.records)
     unseen = engine.rules.unseen
     calendar = snapshot.calendar
+    periodic = engine.periods is not None  # each write's states before it, for the indexes (`Write.before`)
 
     def state_of(key: str) -> S:
         """A rating's state as the batch has it so far, else as the caller's lookup reads it."""
@@ -153,9 +154,8 @@ def plan(
             game_id, digest = game.game_id, outcome.digest
             if recorded:
                 records[game.game_id] = outcome.digest
-        before = []
+        before = [states.get(update.key, unseen) for update in updates] if periodic else ()
         for update in updates:
-            before.append(states.get(update.key, unseen))
             states[update.key] = update.state
         write = Write(game_id, digest, reads, updates, before) if recorded else None
         planned.append(Planned(item, outcome, write, forgotten))
