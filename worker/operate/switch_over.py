@@ -50,10 +50,12 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline as RedisPipeline
 
 from worker.engine.engine import Engine, SeedOutcome, SeedRow, SeedVerdict
 from worker.operate.applied_copy import applied_games
@@ -68,7 +70,16 @@ from worker.operate.rebuild import (
     read_history,
     same,
 )
-from worker.operate.redis_ops import CHUNK, connected, matching_keys, rating_keys, read_states, text, with_retry
+from worker.operate.redis_ops import (
+    CHUNK,
+    connected,
+    matching_keys,
+    pipelined,
+    rating_keys,
+    read_states,
+    text,
+    with_retry,
+)
 from worker.operate.topic_scan import group_reader
 from worker.replay.memory_store import MemoryBackend
 from worker.rules.hundredths import Points
@@ -255,29 +266,47 @@ async def _copy_records(redis: "Redis", source: str, target: str) -> int:
     """The rebuild's idempotency records (of the games whose input record arrived within the
     retention) copied under the live prefix, with their layout, so that a late copy of a game of
     the history is a duplicate there too: each bucket's fields, and each key of the earlier layout
-    with its expiry. Returns the keys copied."""
-    copied = 0
-    for name in ("records", "record_bits"):
-        value = await with_retry(redis.hget, keys.store_key(source), name)
+    with its expiry, CHUNK keys a round trip each way. Returns the keys copied."""
+    layout = await with_retry(redis.hmget, keys.store_key(source), ["records", "record_bits"])
+    for name, value in zip(("records", "record_bits"), layout, strict=True):
         if value is not None:
             await with_retry(redis.hsetnx, keys.store_key(target), name, value)
 
-    async def bucket(key: str) -> bool:
-        fields: dict[Any, Any] = await redis.hgetall(key)
-        if fields:
-            await redis.hset(target + key[len(source) :], mapping=fields)
-        return bool(fields)
+    def renamed(key: bytes) -> str:
+        return target + text(key)[len(source) :]
 
-    async def legacy(key: str) -> bool:
-        value, ttl = await redis.get(key), await redis.pttl(key)
-        if value is not None:
-            await redis.set(target + key[len(source) :], value, px=ttl if ttl > 0 else None)
-        return value is not None
+    def read_buckets(chunk: list[bytes], pipe: RedisPipeline) -> None:
+        for key in chunk:
+            pipe.hgetall(key)
 
-    for key in await matching_keys(redis, f"{source}{keys.RECORDS}*"):
-        copied += await with_retry(bucket, text(key))
-    for key in await matching_keys(redis, f"{source}{keys.GAME}*"):
-        copied += await with_retry(legacy, text(key))
+    def write_buckets(found: list[tuple[str, dict[Any, Any]]], pipe: RedisPipeline) -> None:
+        for key, fields in found:
+            pipe.hset(key, mapping=fields)
+
+    def read_legacy(chunk: list[bytes], pipe: RedisPipeline) -> None:
+        for key in chunk:
+            pipe.get(key)
+            pipe.pttl(key)
+
+    def write_legacy(found: list[tuple[str, bytes, int]], pipe: RedisPipeline) -> None:
+        for key, value, ttl in found:
+            pipe.set(key, value, px=ttl if ttl > 0 else None)
+
+    copied = 0
+    buckets = await matching_keys(redis, f"{source}{keys.RECORDS}*")
+    for start in range(0, len(buckets), CHUNK):
+        chunk = buckets[start : start + CHUNK]
+        fields = await pipelined(redis, partial(read_buckets, chunk))
+        full = [(renamed(k), f) for k, f in zip(chunk, fields, strict=True) if f]
+        await pipelined(redis, partial(write_buckets, full))
+        copied += len(full)
+    legacy = await matching_keys(redis, f"{source}{keys.GAME}*")
+    for start in range(0, len(legacy), CHUNK):
+        chunk = legacy[start : start + CHUNK]
+        replies = await pipelined(redis, partial(read_legacy, chunk))
+        kept = [(renamed(k), v, t) for k, v, t in zip(chunk, replies[::2], replies[1::2], strict=True) if v]
+        await pipelined(redis, partial(write_legacy, kept))
+        copied += len(kept)
     return copied
 
 
