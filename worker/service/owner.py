@@ -67,15 +67,20 @@ async def own_prefix(
     longer = await _longer_owner(redis, candidates)
     if longer is not None:
         raise PrefixOwned(_nesting(setting, prefix, "is the start of", *longer))
-    if owner is None:
-        owner = PREDATING_OWNER if holds else None
-        if write and owner in (None, system):
+    unclaimed = owner is None
+    if unclaimed and holds:
+        # Keys but no owner key when it was read: they predate the key (the arena's), unless
+        # another process claimed the prefix (and wrote) between that read and the scan.
+        owner = await _owner_key(redis, prefix)
+        unclaimed = owner is None
+        owner = owner or PREDATING_OWNER
+    if unclaimed and write and owner in (None, system):
 
-            async def claim() -> bool:
-                return bool(await redis.set(keys.system_key(prefix), system, nx=True))
+        async def claim() -> bool:
+            return bool(await redis.set(keys.system_key(prefix), system, nx=True))
 
-            # Another process may have claimed it since: then its claim stands.
-            owner = system if await retrying(REDIS_COMMAND, claim) else await _owner_key(redis, prefix)
+        # Another process may have claimed it since: then its claim stands.
+        owner = system if await retrying(REDIS_COMMAND, claim) else await _owner_key(redis, prefix)
     if owner is not None and owner != system:
         raise PrefixOwned(_belongs(setting, prefix, owner, system))
 

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 import redis
+import redis.asyncio
 
 from tests.support import commands
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
 from worker.embedded.traffic import traffic
+from worker.service.owner import own_prefix
 from worker.systems.registry import BY_NAME
 
 pytestmark = pytest.mark.integration
@@ -258,3 +260,26 @@ async def test_an_owner_key_among_the_many_keys_of_a_prefix_without_owner_is_fou
         nesting("RATING_REDIS_KEY_PREFIX", "rating:", "is the start of", "rating:glicko2:", "glicko2"),
     )
     assert r.get("rating:system") is None
+
+
+async def test_two_processes_starting_on_a_new_prefix_at_once_both_take_it(stack: Stack) -> None:
+    """A worker and the close follower started together on a new prefix: one claims it and
+    writes keys while the other is between reading the owner key and scanning; the keys it then
+    finds are of that claim, not of a prefix that predates the owner key (found when the second
+    was refused as the arena's). Each round starts the second a little later, to meet the window."""
+    client = redis.asyncio.Redis.from_url(stack.redis.url)
+    try:
+        for round_ in range(200):
+            prefix = f"race{round_}:"
+
+            async def first(prefix: str = prefix) -> None:
+                await own_prefix(client, prefix, "glicko2", write=True)
+                await client.set(f"{prefix}s:a/blitz", b"1|")  # a worker's first write
+
+            async def second(prefix: str = prefix, delay: float = round_ % 50 * 0.00005) -> None:
+                await asyncio.sleep(delay)
+                await own_prefix(client, prefix, "glicko2", write=True)
+
+            await asyncio.gather(first(), second())
+    finally:
+        await client.aclose()
