@@ -614,7 +614,9 @@ def cmd_records(args: argparse.Namespace) -> int:
 
     async def command() -> tuple[str | None, int | None]:
         async with connected(settings, ping=False) as redis:
-            await own_prefix(redis, prefix, settings.spec().name, write=args.layout is not None)
+            await own_prefix(
+                redis, prefix, settings.spec().name, write=args.layout is not None, parameters=settings.parameters()
+            )
             if args.layout is not None:
                 await with_retry(records.set_layout, redis, prefix, args.layout)
             return await with_retry(records.layout, redis, prefix)

@@ -137,7 +137,7 @@ class RulesSettings(BaseSettings):
     ] = 1200
     # Tornelo's open parameters (docs/systems/tornelo.md, "Settings"): the source gives their shape, not their
     # numbers; these defaults are the project's. Read by every command, so that a wrong value
-    # stops any of them at start, and recorded on a live prefix once the service runs tornelo.
+    # stops any of them at start, and recorded on a live prefix (`parameters()`, `worker.service.owner`).
     tornelo_k: Annotated[
         str,
         Field(
@@ -165,6 +165,7 @@ class RulesSettings(BaseSettings):
     ] = 65536
 
     _spec: SystemSpec[Any] = PrivateAttr()
+    _parameters: str | None = PrivateAttr()
 
     @field_validator("tornelo_k")
     @classmethod
@@ -186,7 +187,10 @@ class RulesSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _configured(self) -> "RulesSettings":
-        self._spec = registry.spec_of(self.system).configured(self.model_dump())
+        spec = registry.spec_of(self.system)
+        values = self.model_dump()
+        self._spec = spec.configured(values)
+        self._parameters = None if spec.parameters is None else spec.parameters(values)
         return self
 
     def spec(self) -> SystemSpec[Any]:
@@ -196,6 +200,11 @@ class RulesSettings(BaseSettings):
     def rules(self) -> RatingSystem[Any]:
         """The deployment's rules, with their parameters."""
         return self._spec.rules
+
+    def parameters(self) -> str | None:
+        """The parameters a live prefix of the deployment's system records (`SystemSpec.parameters`:
+        tornelo's K and bonus factor, in their canonical text), or None: its system records none."""
+        return self._parameters
 
 
 class WorkerSettings(RulesSettings):

@@ -116,8 +116,15 @@ class SystemSpec(Generic[S]):
     configure: Callable[[Mapping[str, Any]], RatingSystem[S]] | None = None
     # The system's own problems with a deployment's names, one line each (uscf-cc: not the live games).
     name_check: Callable[[SystemNames], list[str]] | None = None
+    # The settings a live prefix records (`worker.store.keys.PARAMETERS`), as one canonical text from
+    # the settings' values (equal values, equal texts: tornelo's K and bonus factor); a command started
+    # with other values stops at start. None: nothing recorded, any values taken.
+    parameters: Callable[[Mapping[str, Any]], str] | None = None
     # A per-period system served by the workers: how the store keeps its calendar.
     calendar_codec: CalendarCodec | None = None
+    # Its periods end by a record on a topic of their own (tornelo's tournament ends), which
+    # `close-period --follow` reads; otherwise by the clock (fide's months: `close-period --due`).
+    ends_by_record: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.rules, PeriodSystem) != self.periodic:

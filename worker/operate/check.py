@@ -163,7 +163,9 @@ async def _prefix(settings: WorkerSettings, redis: Redis) -> Finding:
     """The key prefix is this system's, or nobody's yet (read only: `check` claims nothing)."""
     subject = "redis key prefix"
     try:
-        await own_prefix(redis, settings.redis_key_prefix, settings.spec().name, write=False)
+        await own_prefix(
+            redis, settings.redis_key_prefix, settings.spec().name, write=False, parameters=settings.parameters()
+        )
     except PrefixOwned as e:
         return Finding("failed", subject, str(e))
     return Finding("ok", subject, f"{settings.redis_key_prefix} is not another system's")

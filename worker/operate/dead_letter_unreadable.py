@@ -62,7 +62,7 @@ async def dead_letter_unreadable(settings: WorkerSettings, partition: int, offse
         return Outcome(committed, None)
     prefix = settings.redis_key_prefix
     async with connected(settings) as redis:
-        await own_prefix(redis, prefix, settings.spec().name, write=True)
+        await own_prefix(redis, prefix, settings.spec().name, write=True, parameters=settings.parameters())
         await retrying(REDIS_COMMAND, unreadable.instruct, redis, prefix, tp, offset)
         deadline = time.monotonic() + wait
         while True:

@@ -119,7 +119,7 @@ async def erase(settings: WorkerSettings, player_id: str, categories: Sequence[s
     # Connected before anything is deleted: the tombstones go out right after the delete.
     producer = make_producer(settings)
     try:
-        await own_prefix(redis, prefix, settings.spec().name, write=True)
+        await own_prefix(redis, prefix, settings.spec().name, write=True, parameters=settings.parameters())
         await refuse_during_close(redis, settings, "erase")
         await start_producer(producer, settings)
         taken_at = time.monotonic()  # the leases run from no earlier than this

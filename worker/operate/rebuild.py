@@ -189,7 +189,15 @@ async def rebuild(
         if found:
             report.cleared = await unlink_all(redis, found)
             say(f"rebuild: cleared {report.cleared} keys under {prefix!r}")
-        await own_prefix(redis, prefix, settings.spec().name, write=True, listed=[], setting="--prefix")  # nothing left
+        await own_prefix(  # nothing left
+            redis,
+            prefix,
+            settings.spec().name,
+            write=True,
+            listed=[],
+            setting="--prefix",
+            parameters=settings.parameters(),
+        )
         with tempfile.TemporaryDirectory(prefix="rating-rebuild-") as spill:
             # Each of the two sorts holds at most half the budget.
             by_id = ExternalSort(Path(spill) / "by-id", memory_bytes // 2)

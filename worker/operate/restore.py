@@ -379,7 +379,7 @@ async def restore(
 
     prefix = settings.redis_key_prefix
     async with connected(settings) as redis:
-        await own_prefix(redis, prefix, settings.spec().name, write=True)
+        await own_prefix(redis, prefix, settings.spec().name, write=True, parameters=settings.parameters())
         await refuse_during_close(redis, settings, "restore")
         # Workers still running wait meanwhile (their scripts refuse): a restore's plain writes
         # and its clearing of the leases must not meet their applies and publications.

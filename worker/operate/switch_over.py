@@ -37,6 +37,12 @@ sets the workers' start point: the rebuild's idempotency records copied under th
 watermarks raised to the rebuild's offsets. The workers then start each partition there, and
 take any record below as done.
 
+**Parameters.** For a system whose live prefix records its parameters (`SystemSpec.parameters`,
+`worker.service.owner`), the rebuild's prefix must hold the command's values (the rebuild was
+made with them), the live prefix may hold others: once every check above has passed, before its
+first write there, the switch-over records the command's values on the live prefix. That is how
+they change: the workers, stopped meanwhile, start again with the new values only.
+
 Games a worker applies after a rating's import are applied on top of it, as usual. So with no
 rule changed nothing is imported, and a corrected rule reaches every rating, including the
 games applied after the rebuild. The arena's contract (v1) has its `imported` event always
@@ -83,7 +89,7 @@ from worker.operate.redis_ops import (
 from worker.operate.topic_scan import group_reader
 from worker.replay.memory_store import MemoryBackend
 from worker.rules.hundredths import Points
-from worker.service.owner import own_prefix
+from worker.service.owner import own_prefix, record_parameters
 from worker.service.wiring import pipeline_for
 from worker.settings import WorkerSettings
 from worker.store import keys, records
@@ -116,8 +122,10 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
     check_prefix(prefix, settings.redis_key_prefix)
     report = SwitchReport()
     async with connected(settings) as redis:
-        # Both prefixes this deployment's, before anything is read or imported.
-        await own_prefix(redis, prefix, settings.spec().name, write=False, setting="--prefix")
+        # Both prefixes this deployment's, before anything is read or imported; the rebuild made
+        # with this command's parameters (the live prefix's may be the old ones: recorded below).
+        parameters = settings.parameters()
+        await own_prefix(redis, prefix, settings.spec().name, write=False, setting="--prefix", parameters=parameters)
         await own_prefix(redis, settings.redis_key_prefix, settings.spec().name, write=True)
         await refuse_during_close(redis, settings, "switch-over")
         ends = await _rebuild_ends(redis, prefix, settings.topic_games)
@@ -128,6 +136,10 @@ async def switch_over(settings: WorkerSettings, prefix: str, say: Callable[[str]
             say("switch-over: the live prefix has no state and no worker has applied a game: a bootstrap")
         else:
             await _wait_for_workers(redis, settings, ends, say)
+        # Its checks passed; its writes to the live prefix start here: the rebuild's parameters (this
+        # command's) are the live prefix's from now on, how a system's parameters change
+        # (`worker.service.owner`): workers started with the old values are refused from here on.
+        await record_parameters(redis, settings.redis_key_prefix, parameters)
         if rebuilt_through is not None and rebuilt_through != live_through:
             # The live months up to the rebuild's closed first (as close-period would, with the live
             # states), so that a game applied from now on is late there as in the rebuild's view.

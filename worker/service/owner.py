@@ -7,7 +7,14 @@ Two deployments' prefixes never nest either: the keys of a prefix are keys under
 it starts with (`prod:glicko2:s:...` lies under `prod:g`), so a command of the shorter one would
 read, write or clear the longer one's (a `rebuild --force` clears `{prefix}*`). A command stops
 the same way on a prefix that starts with an owned one, or that is the start of one: an owner
-key (its value a rating system's name) among the keys under it."""
+key (its value a rating system's name) among the keys under it.
+
+A system may also have parameters that its ratings depend on (`SystemSpec.parameters`: tornelo's
+K and bonus factor). The first command that writes there records the values it was started with
+beside the owner key (`{prefix}parameters`, a canonical text: equal values, equal texts), and a
+command started with other values stops at start the same way: ratings computed with the old
+values would silently mix with new ones. They change only by `rebuild` (with the new values,
+into another prefix) and `switch-over`, which records the new values (`record_parameters`)."""
 
 from collections.abc import Sequence
 
@@ -30,6 +37,11 @@ class PrefixOwned(Exception):
     """The prefix belongs to another system, or nests with another deployment's: one line naming both."""
 
 
+class ParametersDiffer(PrefixOwned):
+    """The prefix's ratings are computed with other values of the system's parameters: one line
+    naming the recorded and the given values."""
+
+
 async def own_prefix(
     redis: Redis,
     prefix: str,
@@ -37,11 +49,15 @@ async def own_prefix(
     write: bool,
     listed: Sequence[bytes] | None = None,
     setting: str = "RATING_REDIS_KEY_PREFIX",
+    parameters: str | None = None,
 ) -> None:
     """Raise PrefixOwned if `prefix` belongs to a system other than `system` or nests with an
     owned prefix; if `write`, record `system` as its owner when the owner key is missing and
     nothing says otherwise. `listed`: every key under the prefix, when the caller has listed
-    them (then they are not scanned again); `setting`: what the operator set the prefix with.
+    them (then they are not scanned again); `setting`: what the operator set the prefix with;
+    `parameters`: the command's values of the system's parameters (`RulesSettings.parameters()`),
+    None for a system that records none, or where the caller checks none (a prefix it clears
+    first; `switch-over`'s live prefix, whose values it changes).
 
     1. Its owner key, then those of the prefixes it starts with (one MGET): another system's
        owner, or any owned shorter prefix, refuses.
@@ -51,7 +67,26 @@ async def own_prefix(
        which clears, passes the keys it listed.
     3. No owner and keys under it: it predates the owner key and is the arena's.
     4. If `write`, claim it (SET NX: a claim made meanwhile by another process stands).
+    5. With `parameters`: the values recorded there must be these (ParametersDiffer); if none
+       are and `write`, record them (SET NX: values recorded meanwhile stand, and are checked).
     """
+    await _own_system(redis, prefix, system, write, listed, setting)
+    if parameters is not None:
+        await _own_parameters(redis, prefix, parameters, write)
+
+
+async def record_parameters(redis: Redis, prefix: str, parameters: str | None) -> None:
+    """Record `parameters` on `prefix`, over any values recorded there: `switch-over`'s, once its
+    checks have passed, before it writes to the live prefix (the new values, its rebuild's).
+    Nothing for a system that records none."""
+    if parameters is not None:
+        await retrying(REDIS_COMMAND, redis.set, keys.parameters_key(prefix), parameters)
+
+
+async def _own_system(
+    redis: Redis, prefix: str, system: str, write: bool, listed: Sequence[bytes] | None, setting: str
+) -> None:
+    """`own_prefix`'s steps 1 to 4."""
     owner = await _owner_key(redis, prefix)
     if owner is not None and owner != system:
         raise PrefixOwned(_belongs(setting, prefix, owner, system))
@@ -85,6 +120,26 @@ async def own_prefix(
         raise PrefixOwned(_belongs(setting, prefix, owner, system))
 
 
+async def _own_parameters(redis: Redis, prefix: str, parameters: str, write: bool) -> None:
+    """`own_prefix`'s step 5."""
+    key = keys.parameters_key(prefix)
+    recorded = await _text(redis, key)
+    if recorded is None and write:
+
+        async def record() -> bool:
+            return bool(await redis.set(key, parameters, nx=True))
+
+        # Another process may have recorded its values since: then they stand.
+        recorded = parameters if await retrying(REDIS_COMMAND, record) else await _text(redis, key)
+    if recorded is not None and recorded != parameters:
+        raise ParametersDiffer(
+            f"{recorded} were recorded on prefix {prefix!r} ({key}); this command was started with {parameters}: "
+            "ratings computed with other values would silently mix with those computed with the recorded ones; "
+            "start it with the recorded values, or change them as the system's page says (\"Changing the "
+            'parameters": `rebuild` with the new values into another prefix, then `switch-over`)'
+        )
+
+
 def _belongs(setting: str, prefix: str, owner: str, system: str) -> str:
     return (
         f"{setting}={prefix} belongs to the rating system {owner} ({keys.system_key(prefix)}), "
@@ -101,7 +156,11 @@ def _nesting(setting: str, prefix: str, relation: str, other: str, owner: str) -
 
 
 async def _owner_key(redis: Redis, prefix: str) -> str | None:
-    value = await retrying(REDIS_COMMAND, redis.get, keys.system_key(prefix))
+    return await _text(redis, keys.system_key(prefix))
+
+
+async def _text(redis: Redis, key: str) -> str | None:
+    value = await retrying(REDIS_COMMAND, redis.get, key)
     if value is None:
         return None
     return value.decode() if isinstance(value, bytes) else str(value)

@@ -100,7 +100,9 @@ async def pipeline_for(
     try:
         await start_producer(producer, settings)
         await retrying(REDIS_CONNECT, redis.ping)
-        await own_prefix(redis, settings.redis_key_prefix, settings.spec().name, write=True)
+        await own_prefix(
+            redis, settings.redis_key_prefix, settings.spec().name, write=True, parameters=settings.parameters()
+        )
         periods = settings.spec().periods
         store: RedisStore[Any] = RedisStore(
             redis,

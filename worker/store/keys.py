@@ -24,6 +24,12 @@ STORE = "store"
 # {prefix}system -> the rating system that owns the prefix (RATING_SYSTEM), written by the first
 # command that writes there; a prefix with keys but without it predates it and is the arena's
 SYSTEM = "system"
+# {prefix}parameters -> the owning system's parameters this prefix's ratings are computed with (tornelo's
+# `RATING_TORNELO_K` and `RATING_TORNELO_BONUS_FACTOR`, in the canonical text its spec's `parameters`
+# gives), written beside `system` by the first command that writes there, and by `switch-over` (the new
+# values a rebuild was made with); a command started with other values stops at start
+# (see worker.service.owner); absent for a system that records none
+PARAMETERS = "parameters"
 # {prefix}untrusted -> why the store refuses work until `rating-worker restore` runs (no expiry)
 UNTRUSTED = "untrusted"
 # {prefix}seen:{token} -> the store's `writes` as this process saw it after its last apply;
@@ -81,6 +87,10 @@ def untrusted_key(prefix: str) -> str:
 
 def system_key(prefix: str) -> str:
     return f"{prefix}{SYSTEM}"
+
+
+def parameters_key(prefix: str) -> str:
+    return f"{prefix}{PARAMETERS}"
 
 
 def unreadable_key(prefix: str, topic: str, partition: int) -> str:

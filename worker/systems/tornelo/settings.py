@@ -1,18 +1,20 @@
 """`tornelo`'s own settings (docs/systems/tornelo.md, "Settings"): K per category
 (`RATING_TORNELO_K`) and the bonus factor (`RATING_TORNELO_BONUS_FACTOR`), read here; the
 settings (`worker.settings.RulesSettings`) declare both variables and check them with these
-functions, so that a wrong value stops any command at start. Also its names beyond the usual
-five: the topic of tournament ends and the group that reads it."""
+functions, so that a wrong value stops any command at start; `recorded` gives both in the form a
+live prefix records them (`SystemSpec.parameters`). Also its names beyond the usual five: the
+topic of tournament ends and the group that reads it."""
 
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from worker.rules.hundredths import Hundredths, parse_fixed2
+from worker.rules.hundredths import Hundredths, format_fixed2, parse_fixed2
 from worker.systems.tornelo.rules import Parameters, TorneloRules
 
 TOURNAMENT_TOPIC = "arena.tournament.finished.v1"
 CLOSE_GROUP = f"rating-worker-{TorneloRules.name}-close"
+CATEGORIES = ("rapid", "blitz", "bullet")  # `RATING_TORNELO_K`'s keys, in the order it is recorded
 
 
 def tornelo_k(value: str) -> dict[str, tuple[int, int]]:
@@ -21,11 +23,10 @@ def tornelo_k(value: str) -> dict[str, tuple[int, int]]:
         table = json.loads(value)
     except ValueError:
         raise ValueError(f"{value!r} is not JSON") from None
-    categories = ("rapid", "blitz", "bullet")
-    if not isinstance(table, dict) or sorted(table) != sorted(categories):
+    if not isinstance(table, dict) or sorted(table) != sorted(CATEGORIES):
         raise ValueError("must be a JSON object with exactly the keys rapid, blitz and bullet")
     ks: dict[str, tuple[int, int]] = {}
-    for category in categories:
+    for category in CATEGORIES:
         pair = table[category]
         if not (
             isinstance(pair, list)
@@ -48,3 +49,15 @@ def bonus_factor(value: str) -> Hundredths:
 def configure(values: Mapping[str, Any]) -> TorneloRules:
     """A deployment's rules: the settings' K and bonus factor."""
     return TorneloRules(Parameters(tornelo_k(values["tornelo_k"]), bonus_factor(values["tornelo_bonus_factor"])))
+
+
+def recorded(values: Mapping[str, Any]) -> str:
+    """Both settings as a live prefix records them (docs/systems/tornelo.md, "Changing the
+    parameters"), from the settings' `values`: their parsed values written again in one form, so
+    that equal values give equal texts whatever their spelling (`0.5` and `0.50`; K's JSON with
+    other spacing or key order): `RATING_TORNELO_K={"rapid": [20, 10], "blitz": [20, 10],
+    "bullet": [10, 5]} RATING_TORNELO_BONUS_FACTOR=1.00` for the defaults."""
+    ks = tornelo_k(values["tornelo_k"])
+    table = json.dumps({category: list(ks[category]) for category in CATEGORIES})
+    factor = format_fixed2(bonus_factor(values["tornelo_bonus_factor"]))
+    return f"RATING_TORNELO_K={table} RATING_TORNELO_BONUS_FACTOR={factor}"

@@ -6,7 +6,7 @@ from worker.engine.spec import Contract, Reserved, SystemSpec, v2_names
 from worker.systems.tornelo.codec import TORNELO_STATES
 from worker.systems.tornelo.events import encode_tornelo, read_tornelo
 from worker.systems.tornelo.rules import TorneloRules, TorneloState
-from worker.systems.tornelo.settings import CLOSE_GROUP, TOURNAMENT_TOPIC, configure
+from worker.systems.tornelo.settings import CLOSE_GROUP, TOURNAMENT_TOPIC, configure, recorded
 
 NAME = TorneloRules.name
 
@@ -28,4 +28,6 @@ SPEC: SystemSpec[TorneloState] = SystemSpec(
         Reserved("kafka_group_id", CLOSE_GROUP, "close group"),
     ),
     configure=configure,
+    # Its K and bonus factor, recorded on a live prefix: ratings of other values never mix.
+    parameters=recorded,
 )
