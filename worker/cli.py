@@ -300,7 +300,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 
 def cmd_replay_dead_letters(args: argparse.Namespace) -> int:
-    from worker.operate.replay_dead_letters import Selection, replay_dead_letters  # noqa: PLC0415
+    from worker.operate.replay_dead_letters import Selection, destinations, replay_dead_letters  # noqa: PLC0415
     from worker.service.logs import configure_logging  # noqa: PLC0415
 
     if args.to_offset is not None and args.to_offset < args.from_offset:
@@ -317,10 +317,11 @@ def cmd_replay_dead_letters(args: argparse.Namespace) -> int:
         print(f"unrecoverable: {letter}", file=sys.stderr)
     selected = sum(report.selected.values())
     replayable = selected - len(report.unrecoverable)
+    to = destinations(report, settings.topic_games)
     done = (
-        f"replayed {report.replayed} to {settings.topic_games}"
+        f"replayed {report.replayed} to {to}"
         if args.apply
-        else f"dry run: {replayable} would be replayed to {settings.topic_games} (add --apply)"
+        else f"dry run: {replayable} would be replayed to {to} (add --apply)"
     )
     left_out = (
         f"; {report.replayed_before} parked again after a replay left out (--include-replayed)"
@@ -827,7 +828,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     records.set_defaults(func=cmd_records)
 
-    topics = commands.add_parser("topics", help="create the input, output and dead-letter topics")
+    topics = commands.add_parser(
+        "topics", help="create the input, output and dead-letter topics (tornelo: and its tournament topic)"
+    )
     topics.add_argument(
         "--partitions",
         type=_whole(1),

@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from worker.engine.spec import SystemNames, SystemSpec
 from worker.rules.interface import RatingSystem
 from worker.systems import registry
-from worker.systems.tornelo.settings import bonus_factor, tornelo_k
+from worker.systems.tornelo.settings import TOURNAMENT_TOPIC, bonus_factor, tornelo_k
 
 # Kafka's own rule for topic names.
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -333,6 +333,17 @@ class WorkerSettings(RulesSettings):
     topic_dead_letters: Annotated[str, Field(description="Dead-letter topic: bad input, with the reason.")] = (
         "arena.game.finished.v1.dlq"
     )
+    # Not a name of the five the system sets: the platform's one topic of tournament ends, whatever
+    # the deployment; read by tornelo alone (`tournament_topic`).
+    topic_tournaments: Annotated[
+        str,
+        Field(
+            description="`tornelo`: the topic of tournament ends (one partition, kept for good), whose records "
+            "close its tournaments; a bad one is dead-lettered as a bad game is. No other system reads it. It must "
+            "be none of the deployment's input, output and dead-letter topics, nor another system's output or "
+            "dead-letter topic.",
+        ),
+    ] = TOURNAMENT_TOPIC
     # One number for the input and output topics (`topics` creates them with it, `check` expects
     # it) and for the KEDA trigger's maximum of replicas (a replica beyond it would hold nothing).
     partitions: Annotated[
@@ -517,7 +528,7 @@ class WorkerSettings(RulesSettings):
             host_ports(value)
         return value
 
-    @field_validator("topic_games", "topic_ratings", "topic_dead_letters")
+    @field_validator("topic_games", "topic_ratings", "topic_dead_letters", "topic_tournaments")
     @classmethod
     def _topic(cls, value: str) -> str:
         if not _TOPIC.fullmatch(value) or value in (".", ".."):
@@ -576,6 +587,34 @@ class WorkerSettings(RulesSettings):
             article = "an" if spec.name[0] in "aeiou" else "a"
             raise ValueError(f"{problems[0]}; {article} {spec.name} deployment needs its own")
         return self
+
+    @model_validator(mode="after")
+    def _tournament_topic_apart(self) -> "WorkerSettings":
+        """tornelo's tournament ends on a topic of their own (after `_system_names`, which sets the
+        other topics): read as ends, a game or an event would only be dead-lettered, and an end
+        published where games or events go would never close its tournament."""
+        topic = self.tournament_topic()
+        if topic is None:
+            return self
+        for field in ("topic_games", "topic_ratings", "topic_dead_letters"):
+            if getattr(self, field) == topic:
+                raise ValueError(
+                    f"RATING_TOPIC_TOURNAMENTS and RATING_{field.upper()} are both {topic}: tornelo's tournament "
+                    "ends need a topic of their own"
+                )
+        for other in registry.BUILT_IN:
+            for field in ("topic_ratings", "topic_dead_letters"):
+                if other.name != self.spec().name and getattr(other.names, field) == topic:
+                    raise ValueError(
+                        f"RATING_TOPIC_TOURNAMENTS={topic} is the {_WHAT[field]} of the system {other.name}"
+                    )
+        return self
+
+    def tournament_topic(self) -> str | None:
+        """The topic this deployment reads tournament ends from (`RATING_TOPIC_TOURNAMENTS`), or None:
+        only tornelo's closes come from one (docs/systems/tornelo.md, "Tournament ends"); `topics`
+        creates it, `check` checks it, `replay-dead-letters` puts its bad records back on it."""
+        return self.topic_tournaments if self.spec().name == registry.TORNELO.name else None
 
     @model_validator(mode="after")
     def _lease_outlives_delivery(self) -> "WorkerSettings":

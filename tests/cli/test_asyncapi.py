@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 DOCUMENT = REPO / "docs/asyncapi.yaml"
 VALIDATOR = REPO / "tests/support/validate_asyncapi.cjs"
 REPLICATION = 3  # `rating-worker topics`' default, which the document describes
-# The systems the service runs, whose topics the document describes: the per-period systems
-# (fide, tornelo) run in `rate` only in this release, and their channels come with their service.
-SERVED = sorted(spec.name for spec in BUILT_IN if spec.served)
+# The systems of the published contract (`SystemSpec.published`: every built-in one), whose topics
+# the document describes.
+DESCRIBED = sorted(spec.name for spec in BUILT_IN if spec.published)
 
 
 def document() -> dict[str, Any]:
@@ -71,38 +71,68 @@ def specs_of(system: str) -> dict[str, TopicSpec]:
 
 def test_the_channels_are_the_topics_of_every_system() -> None:
     channels = document()["channels"]
-    every = {name for system in SERVED for name in specs_of(system)}
+    every = {name for system in DESCRIBED for name in specs_of(system)}
     assert sorted(c["address"] for c in channels.values()) == sorted(every)  # each once
 
 
-@pytest.mark.parametrize("system", SERVED)
+@pytest.mark.parametrize("system", DESCRIBED)
 def test_the_topics_are_those_the_worker_uses_with_the_settings_topics_gives_them(system: str) -> None:
-    """RATING_SYSTEM=arena and RATING_SYSTEM=uscf-cc: each system's three topics, as `topics` makes them."""
+    """Each system's three topics (tornelo's four, its tournament ends too), as `topics` makes them."""
     specs = specs_of(system)
     channels = {c["address"]: c for c in document()["channels"].values()}
-    assert len(specs) == 3
+    settings = WorkerSettings(system=system)
+    own = [settings.topic_games, settings.topic_ratings, settings.topic_dead_letters]
+    assert sorted(specs) == sorted([*own, *filter(None, [settings.tournament_topic()])])
     for name, spec in specs.items():
         binding = channels[name]["bindings"]["kafka"]
         assert (binding["partitions"], binding["replicas"]) == (spec.partitions, REPLICATION)
         assert normalized(binding["topicConfiguration"]) == spec.config
 
 
-@pytest.mark.parametrize("system", SERVED)
+def input_schema(system: str) -> str:
+    """The exported schema of the games `system` reads."""
+    return f"{BY_NAME[system].rules.game_model.model_config.get('title')}.schema.json"
+
+
+def schemas_of(doc: dict[str, Any], messages: list[str]) -> set[str]:
+    """The exported schemas of the given messages (references `#/components/messages/NAME`)."""
+    components = doc["components"]["messages"]
+    payloads = [components[m.rsplit("/", 1)[-1]]["payload"] for m in messages]
+    return {Path(p["schema"]["$ref"]).name for p in payloads if "schema" in p}
+
+
+def received(doc: dict[str, Any], topic: str) -> set[str]:
+    """The schemas of the messages an operation receives from `topic`."""
+    (channel,) = [name for name, c in doc["channels"].items() if c["address"] == topic]
+    refs = [
+        m["$ref"].rsplit("/", 1)[-1]
+        for op in doc["operations"].values()
+        if op["action"] == "receive" and op["channel"]["$ref"] == f"#/channels/{channel}"
+        for m in op["messages"]
+    ]
+    return schemas_of(doc, [doc["channels"][channel]["messages"][r]["$ref"] for r in refs])
+
+
+@pytest.mark.parametrize("system", DESCRIBED)
 def test_a_systems_channels_carry_its_contracts_schemas(system: str) -> None:
-    """The input channel of each system carries its input schema, the output its contract's."""
+    """The input channel of each system carries the input schemas of the systems that read it (one
+    topic, several readings: tornelo also reads `tournament_id`), the output its contract's;
+    tornelo's tournament channel the end's. An operation receives each."""
     doc = document()
     settings = WorkerSettings(system=system)
     by_address = {c["address"]: c for c in doc["channels"].values()}
-    messages = doc["components"]["messages"]
 
     def schema_of(topic: str) -> set[str]:
-        refs = [m["$ref"].rsplit("/", 1)[-1] for m in by_address[topic]["messages"].values()]
-        return {Path(messages[r]["payload"]["schema"]["$ref"]).name for r in refs if "schema" in messages[r]["payload"]}
+        return schemas_of(doc, [m["$ref"] for m in by_address[topic]["messages"].values()])
 
-    model = BY_NAME[system].rules.game_model.model_config.get("title")
-    assert schema_of(settings.topic_games) == {f"{model}.schema.json"}
+    readers = [other for other in DESCRIBED if WorkerSettings(system=other).topic_games == settings.topic_games]
+    assert schema_of(settings.topic_games) == {input_schema(other) for other in readers}
+    assert input_schema(system) in received(doc, settings.topic_games)
     version = BY_NAME[BY_NAME[system].rules.name].contract.version
     assert schema_of(settings.topic_ratings) == {f"arena.rating.changed.v{version}.schema.json"}
+    tournaments = settings.tournament_topic()
+    if tournaments is not None:
+        assert schema_of(tournaments) == received(doc, tournaments) == {"arena.tournament.finished.v1.schema.json"}
 
 
 def test_the_dead_letter_headers_and_kinds_are_the_workers() -> None:
@@ -121,6 +151,8 @@ def test_the_payloads_are_the_exported_schemas_and_the_version_the_packages() ->
         (REPO / "schemas/json/arena.rating.changed.v1.schema.json").resolve(),
         (REPO / "schemas/json/arena.game.finished.v1.correspondence.schema.json").resolve(),
         (REPO / "schemas/json/arena.rating.changed.v2.schema.json").resolve(),
+        (REPO / "schemas/json/arena.game.finished.v1.tornelo.schema.json").resolve(),
+        (REPO / "schemas/json/arena.tournament.finished.v1.schema.json").resolve(),
     }
     for ref in refs:
         exported = json.loads((DOCUMENT.parent / ref).read_text())

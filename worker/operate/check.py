@@ -5,7 +5,8 @@ Each check gives one finding, `ok`, `failed` or `unknown` (the answer could not 
 report a topic setting). A failed **fatal** check means the worker cannot run correctly;
 only those make the command exit 1:
 
-- each topic exists; the input and output topics have `RATING_PARTITIONS` partitions;
+- each topic exists; the input and output topics have `RATING_PARTITIONS` partitions, tornelo's
+  tournament topic one (its ends are read in order);
 - Redis answers; the key prefix is not another rating system's (`{prefix}system`); its Lua
   scripts can call `cmsgpack` (every state write is such a script);
 - `maxmemory-policy` is `noeviction`: under any other policy a full Redis silently drops
@@ -35,7 +36,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from worker.operate.redis_ops import connected
-from worker.operate.topics import topic_specs
+from worker.operate.topics import TopicSpec, topic_specs
 from worker.service.connections import close_quietly, kafka_options
 from worker.service.owner import PrefixOwned, own_prefix
 from worker.settings import WorkerSettings
@@ -82,8 +83,9 @@ async def check_kafka(settings: WorkerSettings) -> list[Finding]:
         except Unreachable as e:
             return [Finding("failed", "kafka", f"unreachable: {e}")]
         findings: list[Finding] = []
-        for name in (settings.topic_games, settings.topic_ratings, settings.topic_dead_letters):
-            found = _topic(settings, name, described.get(name))
+        for spec in topic_specs(settings, settings.partitions, 1):  # only the names and partitions are read
+            name = spec.name
+            found = _topic(settings, spec, described.get(name))
             findings.append(found)
             if found.status == "ok":
                 findings.append(await _topic_settings(settings, admin, name, _replication(described[name])))
@@ -96,7 +98,8 @@ def _replication(described: dict[str, Any]) -> int:
     return min((len(p["replicas"]) for p in described["partitions"]), default=0)
 
 
-def _topic(settings: WorkerSettings, name: str, described: dict[str, Any] | None) -> Finding:
+def _topic(settings: WorkerSettings, spec: TopicSpec, described: dict[str, Any] | None) -> Finding:
+    name = spec.name
     subject = f"topic {name}"
     if described is None:
         return Finding("failed", subject, "missing (`rating-worker topics` creates it)")
@@ -105,7 +108,9 @@ def _topic(settings: WorkerSettings, name: str, described: dict[str, Any] | None
     partitions = len(described["partitions"])
     detail = f"{partitions} partition{'s' if partitions != 1 else ''}, replication {_replication(described)}"
     # The dead-letter topic has any number: its records are read in full by an operator.
-    if name != settings.topic_dead_letters and partitions != settings.partitions:
+    if name == settings.tournament_topic() and partitions != spec.partitions:
+        return Finding("failed", subject, f"{detail}; tornelo's tournament ends need one, to be read in order")
+    if name != settings.topic_dead_letters and partitions != spec.partitions:
         return Finding("failed", subject, f"{detail}; RATING_PARTITIONS is {settings.partitions}")
     return Finding("ok", subject, detail)
 

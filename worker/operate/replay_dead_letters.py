@@ -4,8 +4,9 @@ The dead letters are read from the dead-letter topic (no consumer group: nothing
 selected by error kind and by partition and offset range, and counted by kind. Without
 `--apply` that is all (a dry run). With it, each selected record is produced again to the
 topic it came from (its `source.topic` header; `RATING_TOPIC_GAMES` for a letter without one),
-which must be an input topic of the deployment (else the letter is counted as unrecoverable),
-acknowledged by every in-sync replica, as the original:
+which must be an input topic of the deployment (`input_topics`: the games', and tornelo's
+tournament topic, whose bad end records are dead-lettered as bad games are; else the letter is
+counted as unrecoverable), acknowledged by every in-sync replica, as the original:
 
 - its key and value, and its original headers (the dead letter's own headers before its error
   headers, an `original.<name>` renamed back to `<name>`), plus `replayed.from`
@@ -21,7 +22,9 @@ acknowledged by every in-sync replica, as the original:
 
 A replayed game goes through the worker's normal path: a game already applied is a duplicate
 and changes nothing, a game still bad is dead-lettered again, and a game now good is applied
-once, after the games that reached the input topic before it. A replay cut short (an outage,
+once, after the games that reached the input topic before it. A replayed tournament end is read
+after the ends before it on its topic, and ends a tournament that has not ended yet (an end
+read again does nothing). A replay cut short (an outage,
 SIGTERM) can be run again: what it replayed already is a duplicate the second time. A record
 dead-lettered again after a replay (its headers hold `replayed.from`) is left out of the next
 replays unless asked for (`--include-replayed`): its first dead letter is still selected, so
@@ -90,6 +93,22 @@ class Report:
     renamed_back: int = 0  # `original.<error header>` headers replayed as `<error header>` (see split_headers)
     renamed_letters: int = 0  # the replayed dead letters that held them
     replayed_before: int = 0  # left out: parked again after an earlier replay (see Selection)
+    # What is replayed (with --apply) or would be, by the topic it goes back to, in the order of input_topics.
+    to: Counter[str] = field(default_factory=Counter)
+
+
+def input_topics(settings: WorkerSettings) -> tuple[str, ...]:
+    """The topics a dead letter of the deployment may go back to: its input topic, and tornelo's
+    topic of tournament ends (RATING_TOPIC_TOURNAMENTS)."""
+    tournaments = settings.tournament_topic()
+    return (settings.topic_games,) if tournaments is None else (settings.topic_games, tournaments)
+
+
+def destinations(report: Report, default: str) -> str:
+    """Where the replays go, for the summary: the one topic (`default` if none), or each with its count."""
+    if len(report.to) <= 1:
+        return next(iter(report.to), default)
+    return ", ".join(f"{topic} ({n})" for topic, n in report.to.items())
 
 
 def split_headers(headers: Sequence[tuple[str, bytes]]) -> tuple[Headers, dict[str, bytes], int]:
@@ -119,7 +138,7 @@ def cut(kind: str, errors: dict[str, bytes]) -> bool:
 
 async def replay_dead_letters(settings: WorkerSettings, selection: Selection, apply: bool) -> Report:
     report = Report()
-    inputs = (settings.topic_games,)  # the deployment's input topics
+    inputs = input_topics(settings)
     # With the original to read, if cut, and the headers renamed back otherwise.
     chosen: list[tuple[Replay, tuple[str, int, int] | None, int]] = []
     async for batch in scan(settings, settings.topic_dead_letters):
@@ -160,6 +179,7 @@ async def replay_dead_letters(settings: WorkerSettings, selection: Selection, ap
             report.from_source += 1
         else:
             report.unrecoverable.append(f"{replay.letter}: cut, and its original {'/'.join(map(str, source))} is gone")
+    report.to = Counter({topic: n for topic in inputs if (n := sum(r.topic == topic for r in replays))})
     if apply and replays:
         report.replayed = await _produce(settings, replays)
     return report

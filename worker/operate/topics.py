@@ -1,9 +1,12 @@
-"""The three topics and their settings: `rating-worker topics` creates them.
+"""The three topics and their settings (tornelo's four): `rating-worker topics` creates them.
 
 - input: kept for good (`retention.ms=-1`), so that every rating can be rebuilt from it;
 - output: compacted, so that it is a changelog (latest event per rating), with a week of
   minimum compaction lag so that consumers that fall behind still see every change;
-- dead letters: 30 days, time enough for an operator to look at them and replay them.
+- dead letters: 30 days, time enough for an operator to look at them and replay them;
+- tornelo's tournament ends (`RATING_TOPIC_TOURNAMENTS`): one partition, so that they are read in
+  the order the tournaments ended, kept for good (deleted never, compacted never: `restore`
+  reads the ends from it).
 `min.insync.replicas=2` with `acks=all` and 3 replicas: an acknowledged record survives the
 loss of one broker.
 """
@@ -40,7 +43,16 @@ def topic_specs(settings: WorkerSettings, partitions: int, replication: int) -> 
             {**durable, "cleanup.policy": "compact", "min.compaction.lag.ms": str(COMPACTION_LAG_MS)},
         ),
         TopicSpec(settings.topic_dead_letters, 1, {**durable, "retention.ms": str(30 * DAY_MS)}),
+        *tournament_specs(settings, durable),
     ]
+
+
+def tournament_specs(settings: WorkerSettings, durable: dict[str, str]) -> list[TopicSpec]:
+    """tornelo's topic of tournament ends, for a deployment that reads one (none otherwise)."""
+    topic = settings.tournament_topic()
+    if topic is None:
+        return []
+    return [TopicSpec(topic, 1, {**durable, "retention.ms": "-1", "cleanup.policy": "delete"})]
 
 
 async def create(settings: WorkerSettings, partitions: int, replication: int) -> list[str]:

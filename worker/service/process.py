@@ -34,12 +34,11 @@ from worker.service import memory_trace, period_closes
 from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
 from worker.service.health import serve_http, watch_dependencies
 from worker.service.owner import PrefixOwned
-from worker.service.wiring import IdempotenceRefused, longest_wait, pipeline_for
+from worker.service.wiring import IdempotenceRefused, dead_letters_for, longest_wait, pipeline_for
 from worker.settings import WorkerSettings
 from worker.store.redis_store import RedisStore
 from worker.stream import retry
 from worker.stream.consumer import RatingConsumer, WatermarkAhead
-from worker.stream.dead_letters import DeadLetters
 from worker.stream.health import Health
 from worker.stream.retry import KAFKA_JOIN, PERMANENT_KAFKA_ERRORS, retrying
 
@@ -151,13 +150,7 @@ async def _work(settings: WorkerSettings, stopping: asyncio.Event, progress: _Pr
                 max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
                 fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,
             )
-            dead_letters = DeadLetters(
-                producer,
-                settings.topic_dead_letters,
-                settings.max_message_bytes,
-                settings.dead_letter_alarm_per_minute,
-                budget=settings.kafka_max_request_bytes,
-            )
+            dead_letters = dead_letters_for(producer, settings)
             worker = RatingConsumer(
                 consumer,
                 pipeline,

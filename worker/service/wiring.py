@@ -16,6 +16,7 @@ from worker.service.connections import close_quietly, kafka_options, make_redis
 from worker.service.owner import own_prefix
 from worker.settings import DEAD_LETTER_ROOM, WorkerSettings
 from worker.store.redis_store import RedisStore
+from worker.stream.dead_letters import DeadLetters
 from worker.stream.pipeline import Pipeline
 from worker.stream.publisher import Publisher
 from worker.stream.retry import KAFKA_CONNECT, REDIS_CONNECT, retrying
@@ -66,6 +67,18 @@ async def start_producer(producer: AIOKafkaProducer, settings: WorkerSettings) -
             raise
 
     await retrying(KAFKA_CONNECT, start)
+
+
+def dead_letters_for(producer: AIOKafkaProducer, settings: WorkerSettings) -> DeadLetters:
+    """The deployment's dead letters (RATING_TOPIC_DEAD_LETTERS), sent with `producer`: the workers'
+    bad games, and tornelo's bad tournament ends (`worker.stream.tournament_ends`), alike."""
+    return DeadLetters(
+        producer,
+        settings.topic_dead_letters,
+        settings.max_message_bytes,
+        settings.dead_letter_alarm_per_minute,
+        budget=settings.kafka_max_request_bytes,
+    )
 
 
 class IdempotenceRefused(Exception):

@@ -1,9 +1,13 @@
 """The pure parts of replay-dead-letters: a dead letter's headers split back into the original
 record's and the error ones (the reverse of worker.stream.dead_letters.dead_letter_record), and
-the selection by kind, partition and offsets."""
+the selection by kind, partition and offsets; the topics a letter may go back to (tornelo's
+tournament topic too) and how the summary names them."""
+
+from collections import Counter
 
 from worker.engine.decoder import BadInput, ErrorKind
-from worker.operate.replay_dead_letters import Selection, cut, split_headers
+from worker.operate.replay_dead_letters import Report, Selection, cut, destinations, input_topics, split_headers
+from worker.settings import WorkerSettings
 from worker.stream.dead_letters import DeadLetter, Source, dead_letter_record
 
 
@@ -61,3 +65,18 @@ def test_selection_by_kind_partition_and_inclusive_offsets() -> None:
     assert some.selects(1, 5, "too_large") and some.selects(1, 9, "too_large")
     assert not some.selects(1, 4, "too_large") and not some.selects(1, 10, "too_large")
     assert not some.selects(0, 6, "too_large") and not some.selects(1, 6, "invalid_json")
+
+
+def test_only_tornelo_replays_to_its_tournament_topic_beside_the_games() -> None:
+    assert input_topics(WorkerSettings(system="tornelo", topic_tournaments="ends")) == (
+        "arena.game.finished.v1",
+        "ends",
+    )
+    assert input_topics(WorkerSettings(system="fide", topic_tournaments="ends")) == ("arena.game.finished.v1",)
+    assert input_topics(WorkerSettings()) == ("arena.game.finished.v1",)
+
+
+def test_the_summary_names_the_one_topic_replayed_to_or_each_with_its_count() -> None:
+    assert destinations(Report(), "games") == "games"  # nothing to replay
+    assert destinations(Report(to=Counter({"ends": 2})), "games") == "ends"
+    assert destinations(Report(to=Counter({"games": 3, "ends": 1})), "games") == "games (3), ends (1)"
