@@ -214,29 +214,17 @@ def cmd_rate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _worker_settings(served: bool = True) -> "WorkerSettings":
-    """The settings, checked whole: a wrong one stops the command with one line. `served`: the
-    command touches Kafka or Redis, which this release does for the systems rated game by game
-    only (a per-period system's closes come to the service in a later release)."""
+def _worker_settings() -> "WorkerSettings":
+    """The settings, checked whole: a wrong one stops the command with one line."""
     from worker.settings import WorkerSettings  # noqa: PLC0415
 
     secrets_dir = os.environ.get("RATING_SECRETS_DIR")
     if secrets_dir is not None and not Path(secrets_dir).is_dir():
         raise UsageError(f"setting RATING_SECRETS_DIR: {secrets_dir} is not a directory")
     try:
-        settings = WorkerSettings(_secrets_dir=secrets_dir)
+        return WorkerSettings(_secrets_dir=secrets_dir)
     except ValidationError as e:
         raise _settings_error(e) from None
-    if served and not settings.spec().served:
-        raise UsageError(f"setting RATING_SYSTEM={settings.system}: {_offline_only(settings.spec().name)}")
-    return settings
-
-
-def _offline_only(name: str) -> str:
-    return (
-        f"this release rates {name} offline only (`rating-worker rate`); its service (closing periods in "
-        "Kafka and Redis) comes in a later release"
-    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -279,10 +267,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from worker.embedded.demo_months import MONTH_SECONDS  # noqa: PLC0415
 
     spec = registry.BY_NAME[args.system]
-    if not spec.served:
-        raise UsageError(f"--system {args.system}: {_offline_only(args.system)}")
     if args.month_seconds is not None and not spec.periodic:
         raise UsageError(f"--month-seconds: --system {args.system} has no months (it rates each game at once)")
+    if args.month_seconds is not None and spec.ends_by_record:
+        raise UsageError(f"--month-seconds: --system {args.system} has no months (its tournaments end by a record)")
     month_seconds = MONTH_SECONDS if args.month_seconds is None else args.month_seconds
     return asyncio.run(demo(args.players, args.rate, args.workers, args.duration, args.system, month_seconds))
 
@@ -402,28 +390,46 @@ def cmd_close_period(args: argparse.Namespace) -> int:
     from worker.operate import close_period as closing  # noqa: PLC0415
     from worker.service.logs import configure_logging  # noqa: PLC0415
 
-    chosen = [x for x in (args.period, args.due or None, args.init, args.status or None) if x is not None]
+    chosen = [x for x in (args.period, args.due or None, args.init, args.status or None, args.follow or None) if x]
     if len(chosen) != 1:
-        raise UsageError("close-period takes exactly one of PERIOD, --due, --init MONTH and --status")
-    if args.force and (args.init is not None or args.status):
+        raise UsageError("close-period takes exactly one of PERIOD, --due, --init MONTH, --status and --follow")
+    if args.force and (args.init is not None or args.status or args.follow):
         raise UsageError("--force goes with PERIOD or --due only")
     settings = _worker_settings()
     configure_logging(settings.log_level)
+    by_records = settings.spec().ends_by_record
+    if (args.no_wait or args.timeout is not None) and not (by_records and args.period):
+        raise UsageError("--no-wait and --timeout go with TOURNAMENT_ID of a system whose periods end by a record")
+    if by_records and (args.due or args.init is not None or args.force):
+        raise UsageError(
+            f"RATING_SYSTEM={settings.system} closes a period when its end record is read (`close-period --follow`); "
+            "--due, --init and --force are not for it: `close-period ID` publishes an end"
+        )
+    if args.follow and not by_records:
+        raise UsageError(f"RATING_SYSTEM={settings.system} has no end records to follow: close-period PERIOD or --due")
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     try:
         if args.status:
             return _print_close_status(_one_shot(settings, lambda: closing.status(settings), read_only=True))
+        if args.follow:
+            from worker.operate import follow  # noqa: PLC0415
+
+            return follow.serve(settings, say)
+        if by_records:
+            timeout = 600.0 if args.timeout is None else args.timeout
+            _one_shot(settings, lambda: closing.operator_close(settings, args.period, not args.no_wait, timeout, say))
+            return 0
         if args.init is not None:
             _one_shot(settings, lambda: closing.init(settings, args.init))
             print(f"close-period: {args.init} set as the latest closed period; nothing published", file=sys.stderr)
             return 0
-
-        def say(line: str) -> None:
-            print(line, file=sys.stderr, flush=True)
-
         report = _one_shot(settings, lambda: closing.close_period(settings, args.period, args.force, say))
     except closing.CloseRefused as e:
         raise UsageError(str(e)) from None
-    except closing.DrainTimedOut as e:
+    except (closing.DrainTimedOut, closing.NotClosedInTime) as e:
         raise CommandFailed(str(e)) from None
     marked = ", ".join(report.marked) or "none"
     print(
@@ -437,6 +443,8 @@ def cmd_close_period(args: argparse.Namespace) -> int:
 def _print_close_status(status: "Any") -> int:
     from datetime import UTC, datetime  # noqa: PLC0415
 
+    if status.ended is not None:
+        return _print_ends_status(status)
     print(f"latest closed period: {status.calendar or 'none'}")
     if status.closing is None:
         print("close in progress: none")
@@ -454,10 +462,41 @@ def _print_close_status(status: "Any") -> int:
     return 0
 
 
+def _print_ends_status(status: "Any") -> int:
+    """`--status` of a system whose periods end by a record (tornelo): its tournaments."""
+    import time  # noqa: PLC0415
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    now = time.time()
+    if status.closing is None:
+        print("close in progress: none")
+    else:
+        print(f"close in progress: {status.closing}, {status.left} ratings left")
+    closed_at = "never" if status.closed_at is None else datetime.fromtimestamp(status.closed_at, UTC).isoformat()
+    print(f"last close finished: {closed_at}")
+    open_ones = sorted(status.recorded, key=lambda p: status.opened.get(p, now))
+    print(f"open (recorded games, no end read yet): {len(open_ones)}, oldest entry first")
+    for period in open_ones:
+        first = status.opened.get(period)
+        age = "unknown" if first is None else _age(now - first)
+        print(f"  {period}  oldest entry {age} old")
+    print(f"ended: {len(status.ended)}, in the order they were marked")
+    for period in status.ended:
+        print(f"  {period}")
+    return 0
+
+
+def _age(seconds: float) -> str:
+    whole = int(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    return f"{days}d {hours}h {rest // 60}m" if days else f"{hours}h {rest // 60}m {rest % 60}s"
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     from worker.docs import effective_settings  # noqa: PLC0415
 
-    settings = _worker_settings(served=False)
+    settings = _worker_settings()
     print(f"# rating-worker {_version()}: the settings in effect (passwords masked; defaults commented out)")
     for line in effective_settings(settings):
         print(line)
@@ -498,6 +537,11 @@ def _closed_through(settings: "WorkerSettings", period: str | None, due: bool = 
         return None
     if settings.spec().calendar_codec is None:
         raise UsageError(f"--closed-through: RATING_SYSTEM={settings.system} has no periods closed by close-period")
+    if settings.spec().ends_by_record:
+        raise UsageError(
+            f"--closed-through: RATING_SYSTEM={settings.system}'s periods end by their end records, not by a date: "
+            "restore reads them from the tournament topic, rebuild takes those the live deployment marked ended"
+        )
     from worker.operate.close_period import CloseRefused, checked_period, periods_of, up_to  # noqa: PLC0415
 
     periods = periods_of(settings)
@@ -897,7 +941,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="close a per-period system's periods (fide: months) while the workers run: drain, mark, close, publish",
     )
     close.add_argument(
-        "period", metavar="PERIOD", nargs="?", help="close this period (fide: YYYY-MM) and every earlier open one"
+        "period",
+        metavar="PERIOD",
+        nargs="?",
+        help="fide: close this month (YYYY-MM) and every earlier open one; tornelo: publish the end of this "
+        "tournament (an operator's close) and wait until the follower has closed it",
     )
     close.add_argument("--due", action="store_true", help="close every period due (its end plus the grace passed)")
     close.add_argument(
@@ -907,6 +955,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--status", action="store_true", help="print the latest closed period, any close in progress, the periods due"
     )
     close.add_argument("--force", action="store_true", help="close PERIOD even if it is not due yet")
+    close.add_argument(
+        "--follow",
+        action="store_true",
+        help="tornelo: read the tournament ends as they come and close each (the close follower, one replica)",
+    )
+    close.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="tornelo, with TOURNAMENT_ID: return once the end record is acknowledged, not once it is closed",
+    )
+    close.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="tornelo, with TOURNAMENT_ID: wait this long for the follower to close it (default 600), else exit 1",
+    )
     close.set_defaults(func=cmd_close_period)
 
     config = commands.add_parser(

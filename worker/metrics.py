@@ -223,6 +223,41 @@ PERIOD_RATINGS_CLOSED = Gauge(
     "closed first, at their next game, not counted)",
     registry=None,
 )
+PERIOD_OLDEST_OPEN = Gauge(
+    "rating_period_oldest_open_seconds",
+    "Age of the oldest open period: the time since the first game recorded in it, of the periods with recorded "
+    "games whose close has not begun (tornelo: not marked ended; fide: not finished closing); 0 when none is open",
+    registry=None,
+)
+# Not read from Redis: the setting, in the workers of a system whose periods end by a record (tornelo)
+# only, so that the alert that compares the two selects no other deployment (a fide month is open for weeks).
+PERIOD_OPEN_ALERT = Gauge(
+    "rating_period_open_alert_seconds",
+    "RATING_TOURNAMENT_OPEN_ALERT_SECONDS (tornelo's workers only): the age of the oldest open tournament "
+    "(rating_period_oldest_open_seconds) past which RatingTournamentOpenTooLong fires, an end never published",
+    registry=None,
+)
+# The close follower's own (`rating-worker close-period --follow`, tornelo's), registered only in it
+# (`show_follower`): it runs as a Deployment, scraped like the workers.
+CLOSE_ENDS_READ = Counter(
+    "rating_close_ends_read",
+    "End records the close follower read from the tournament topic (bad ones, dead-lettered, included; a record "
+    "read again after a restart counted again)",
+    registry=None,
+)
+CLOSE_ENDS_LAG = Gauge(
+    "rating_close_ends_lag_records",
+    "End records on the tournament topic past the close follower's position (not read yet)",
+    registry=None,
+)
+CLOSE_DRAIN_WAITING = Gauge(
+    "rating_close_drain_waiting_seconds",
+    "How long the close follower's drain has waited for the workers, once past RATING_CLOSE_DRAIN_TIMEOUT_SECONDS "
+    "(it keeps waiting: it never skips an end); 0 otherwise",
+    registry=None,
+)
+FOLLOWER: tuple[MetricWrapperBase, ...] = (CLOSE_ENDS_READ, CLOSE_ENDS_LAG, CLOSE_DRAIN_WAITING)
+
 # Read from Redis by the workers (`show_periods` registers them); the late games are this process's own.
 FROM_STORE: tuple[MetricWrapperBase, ...] = (
     PERIOD_CLOSES,
@@ -323,9 +358,18 @@ def prepare(
             metric.remove(*combination)
 
 
-def show_periods() -> None:
-    """Serve the metrics read from Redis (FROM_STORE), once the first read has set them."""
+def show_periods(*, by_record: bool = False) -> None:
+    """Serve the metrics read from Redis (FROM_STORE), once the first read has set them; and, for a
+    system whose periods end by a record (`by_record`: tornelo), the open tournaments' alert threshold."""
     for metric in FROM_STORE:
+        _show(metric)
+    if by_record:
+        _show(PERIOD_OPEN_ALERT)
+
+
+def show_follower() -> None:
+    """Serve the close follower's own metrics (FOLLOWER), in its process only."""
+    for metric in FOLLOWER:
         _show(metric)
 
 

@@ -120,8 +120,8 @@ class RulesSettings(BaseSettings):
             "(docs/adding-a-system.md). It sets the defaults of `RATING_TOPIC_GAMES`, `RATING_TOPIC_RATINGS`, "
             "`RATING_TOPIC_DEAD_LETTERS`, `RATING_KAFKA_GROUP_ID` and `RATING_REDIS_KEY_PREFIX`; no deployment may "
             "use another system's output topic, dead-letter topic, group or key prefix. `fide` closes its months "
-            "with `rating-worker close-period`; `tornelo` runs offline only in this release (`rate`, `sample`, "
-            "`config`): every command that touches Kafka or Redis refuses it at start.",
+            "with `rating-worker close-period`; `tornelo` closes each tournament when its end record is read, "
+            "by `rating-worker close-period --follow`.",
         ),
     ] = registry.DEFAULT
 
@@ -614,7 +614,7 @@ class WorkerSettings(RulesSettings):
         """The topic this deployment reads tournament ends from (`RATING_TOPIC_TOURNAMENTS`), or None:
         only tornelo's closes come from one (docs/systems/tornelo.md, "Tournament ends"); `topics`
         creates it, `check` checks it, `replay-dead-letters` puts its bad records back on it."""
-        return self.topic_tournaments if self.spec().name == registry.TORNELO.name else None
+        return self.topic_tournaments if self.spec().ends_by_record else None
 
     @model_validator(mode="after")
     def _lease_outlives_delivery(self) -> "WorkerSettings":

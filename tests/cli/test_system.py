@@ -88,6 +88,14 @@ def test_a_given_name_of_its_own_stands() -> None:
         ("arena", "RATING_TOPIC_RATINGS", "arena.game.finished.v1.correspondence", "is the input topic of"),
         ("arena", "RATING_TOPIC_RATINGS", "arena.game.finished.v1.dlq.fide", "is the dead-letter topic of"),
         ("uscf-cc", "RATING_TOPIC_RATINGS", "arena.game.finished.v1", "is the input topic of the system arena"),
+        # tornelo reads its tournament ends: never from what another system writes.
+        ("tornelo", "RATING_TOPIC_TOURNAMENTS", "arena.rating.changed.v1", "is the output topic of the system arena"),
+        (
+            "tornelo",
+            "RATING_TOPIC_TOURNAMENTS",
+            "arena.game.finished.v1.dlq.fide",
+            "is the dead-letter topic of the system fide",
+        ),
     ],
 )
 def test_another_systems_name_is_refused_at_start_with_one_line(
@@ -98,6 +106,39 @@ def test_another_systems_name_is_refused_at_start_with_one_line(
         assert done.returncode == 2, (command, done.stderr)
         assert done.stderr.startswith(f"rating-worker: error: settings: {variable}={value} {message}")
         assert done.stderr.count("\n") == 1 and done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "other"),
+    [
+        ("RATING_TOPIC_TOURNAMENTS", "arena.game.finished.v1", "RATING_TOPIC_GAMES"),
+        ("RATING_TOPIC_TOURNAMENTS", "arena.rating.changed.v2.tornelo", "RATING_TOPIC_RATINGS"),
+        ("RATING_TOPIC_DEAD_LETTERS", "arena.tournament.finished.v1", "RATING_TOPIC_DEAD_LETTERS"),
+        ("RATING_TOPIC_GAMES", "arena.tournament.finished.v1", "RATING_TOPIC_GAMES"),
+    ],
+)
+def test_tornelos_tournament_topic_is_none_of_its_own_topics(variable: str, value: str, other: str) -> None:
+    """Read as ends, the games or events would all be dead-lettered; an end among them would end
+    nothing. The line names both variables (status 2, before any connection)."""
+    for command in (("config",), ("run",)):
+        done = run(*command, RATING_SYSTEM="tornelo", **{variable: value})
+        assert done.returncode == 2, (command, done.stderr)
+        topic = value if variable == "RATING_TOPIC_TOURNAMENTS" else "arena.tournament.finished.v1"
+        assert done.stderr == (
+            f"rating-worker: error: settings: RATING_TOPIC_TOURNAMENTS and {other} are both {topic}: tornelo's "
+            "tournament ends need a topic of their own\n"
+        )
+
+
+def test_the_tournament_topic_is_tornelos_alone_and_checked_as_a_topic_name() -> None:
+    done = run("config", RATING_SYSTEM="tornelo")
+    assert done.returncode == 0, done.stderr
+    assert shown(done)["RATING_TOPIC_TOURNAMENTS"] == "arena.tournament.finished.v1"
+    # Another system does not read it: the same value as its input topic is no conflict.
+    assert run("config", RATING_SYSTEM="glicko2", RATING_TOPIC_TOURNAMENTS="arena.game.finished.v1").returncode == 0
+    bad = run("config", RATING_SYSTEM="arena", RATING_TOPIC_TOURNAMENTS="a b")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("rating-worker: error: setting RATING_TOPIC_TOURNAMENTS: a Kafka topic name is")
 
 
 def test_an_unknown_system_is_refused() -> None:
@@ -121,21 +162,6 @@ SERVICE_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("system", ["tornelo"])
-@pytest.mark.parametrize("command", SERVICE_COMMANDS, ids=lambda c: c[0])
-def test_a_per_period_system_is_refused_by_every_command_of_the_service(system: str, command: tuple[str, ...]) -> None:
-    """This release rates tornelo offline only: a command that would touch Kafka or Redis
-    stops at start with one line (status 2), before any connection (the addresses lead nowhere:
-    a command that tried would fail with status 1 after its retries, not 2 at once)."""
-    done = run(*command, RATING_SYSTEM=system)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr == (
-        f"rating-worker: error: setting RATING_SYSTEM={system}: this release rates {system} offline only "
-        f"(`rating-worker rate`); its service (closing periods in Kafka and Redis) comes in a later release\n"
-    )
-    assert done.stdout == ""
-
-
 @pytest.mark.parametrize("system", ["fide", "tornelo"])
 def test_a_per_period_system_has_its_names_and_config_shows_them(system: str) -> None:
     done = run("config", RATING_SYSTEM=system)
@@ -146,23 +172,18 @@ def test_a_per_period_system_has_its_names_and_config_shows_them(system: str) ->
     assert values["RATING_TOPIC_GAMES"] == "arena.game.finished.v1"
 
 
-@pytest.mark.parametrize("command", [c for c in SERVICE_COMMANDS if c[0] != "run"], ids=lambda c: c[0])
-def test_fide_is_taken_by_every_command_of_the_service(command: tuple[str, ...]) -> None:
-    """fide is served: no command refuses it at start; each goes on to reach Kafka or Redis (the
-    addresses lead nowhere: it gives up after RATING_COMMAND_RETRY_SECONDS with status 1, or stops
-    at an argument of its own). `run` is tested against a real stack (tests/integration/stream/test_fide.py)."""
-    done = run(*command, RATING_SYSTEM="fide", RATING_COMMAND_RETRY_SECONDS="0.2")
+@pytest.mark.parametrize("system", ["fide", "tornelo"])
+@pytest.mark.parametrize(
+    "command",
+    [c for c in SERVICE_COMMANDS if c[0] != "run"] + [("close-period", "--status")],
+    ids=lambda c: "-".join(c[:2]) if c[0] == "close-period" else c[0],
+)
+def test_a_per_period_system_is_taken_by_every_command_of_the_service(system: str, command: tuple[str, ...]) -> None:
+    """fide and tornelo are served: no command refuses them at start; each goes on to reach Kafka
+    or Redis (the addresses lead nowhere: it gives up after RATING_COMMAND_RETRY_SECONDS with status
+    1, or stops at an argument of its own). `run` and the close commands are tested against a real
+    stack (tests/integration/stream/test_fide.py, test_tornelo.py)."""
+    done = run(*command, RATING_SYSTEM=system, RATING_COMMAND_RETRY_SECONDS="0.2")
     assert "offline only" not in done.stderr, done.stderr
     assert "RATING_SYSTEM" not in done.stderr, done.stderr
     assert done.returncode in (1, 2), done.stderr
-
-
-def test_the_demo_refuses_a_system_rated_offline_only_and_says_why_as_every_command_does() -> None:
-    """tornelo is not served (fide's demo: tests/cli/test_demo.py)."""
-    done = run("demo", "--system", "tornelo", "--duration", "1")
-    assert done.returncode == 2
-    refused = run("run", RATING_SYSTEM="tornelo")  # the other commands' sentence
-    assert refused.returncode == 2
-    reason = refused.stderr.split("RATING_SYSTEM=tornelo: ", 1)[1]
-    assert done.stderr == f"rating-worker: error: --system tornelo: {reason}"
-    assert "offline only" in reason and done.stderr.count("\n") == 1

@@ -38,9 +38,13 @@ def test_the_built_in_systems_are_the_contracts_five_each_with_its_parts() -> No
         assert spec.contract.version == (1 if spec.name == "arena" else 2)  # the contract's table
         assert spec.published
     assert {spec.name for spec in BUILT_IN if spec.periodic} == {"fide", "tornelo"}
-    assert {spec.name for spec in BUILT_IN if not spec.served} == {"tornelo"}  # offline in this release
-    # A served per-period system keeps its calendar in the store: it has a codec for it.
-    assert {spec.name for spec in BUILT_IN if spec.calendar_codec is not None} == {"fide"}
+    # A per-period system keeps its calendar in the store: it has a codec for it; tornelo's is kept
+    # by its marks (it only grows), and its periods end by their records on a topic of their own.
+    assert {spec.name for spec in BUILT_IN if spec.calendar_codec is not None} == {"fide", "tornelo"}
+    assert {spec.name for spec in BUILT_IN if spec.calendar_codec is not None and spec.calendar_codec.partial} == {
+        "tornelo"
+    }
+    assert {spec.name for spec in BUILT_IN if spec.ends_by_record} == {"tornelo"}
 
 
 def test_a_system_is_found_by_its_name_or_loaded_by_its_import_path() -> None:

@@ -64,3 +64,5 @@ class Published(NamedTuple, Generic[S]):
     game_id: str | None
     opponent_key: str | None
     kind: Kind
+    # A close event's period, where `restore` needs it (tornelo: its ends are not in the states).
+    period: str | None = None

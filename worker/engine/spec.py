@@ -36,11 +36,23 @@ class StateCodec(Protocol[T]):
 
 class CalendarCodec(Protocol):
     """How a per-period system's calendar (what is closed: `worker.rules.period_interface`) is kept
-    in the store as one value, beside the states (`worker.store.keys.PERIODS`)."""
+    in the store, beside the states (`worker.store.keys.PERIODS`): as one value (`partial` False,
+    fide: the latest closed month, read whole by every batch), or by its marks (`partial` True,
+    tornelo: the ended tournaments, which only grow; each mark's place kept in `keys.MARKED`, and a
+    batch reads the marks of its own periods only: `from_marks`). Either way the one value
+    (`encode`) is kept, and shown: fide's L, tornelo's tournament marked ended last."""
+
+    @property
+    def partial(self) -> bool: ...
 
     def encode(self, calendar: Calendar) -> bytes: ...
 
-    def decode(self, value: bytes) -> Calendar: ...  # b"": the opening calendar (nothing closed)
+    # b"": the opening calendar (nothing closed); only for a calendar kept as one value.
+    def decode(self, value: bytes) -> Calendar: ...
+
+    # The calendar after `version` marks, as far as `places` shows it (each period read -> its place
+    # in the order of the marks, or None: not marked): whole when `places` holds every mark.
+    def from_marks(self, version: int, places: Mapping[str, int | None]) -> Calendar: ...
 
     # The calendar as a number that grows with each mark, for the metrics (`rating_period_latest_closed`);
     # None while nothing is closed.
@@ -109,7 +121,6 @@ class SystemSpec(Generic[S]):
     # (worker.embedded.traffic), so that no layer below them imports a generator.
     traffic: str
     periodic: bool = False  # its rules are a `PeriodSystem` (one change per period)
-    served: bool = True  # False: this release runs it offline only (`rate`, `sample`, `config`)
     published: bool = True  # part of the published contract (exported schemas, AsyncAPI)
     reserved: tuple[Reserved, ...] = ()
     # The deployment's rules from the settings' values (None: `rules` as is).
@@ -120,7 +131,7 @@ class SystemSpec(Generic[S]):
     # the settings' values (equal values, equal texts: tornelo's K and bonus factor); a command started
     # with other values stops at start. None: nothing recorded, any values taken.
     parameters: Callable[[Mapping[str, Any]], str] | None = None
-    # A per-period system served by the workers: how the store keeps its calendar.
+    # A per-period system's: how the store keeps its calendar.
     calendar_codec: CalendarCodec | None = None
     # Its periods end by a record on a topic of their own (tornelo's tournament ends), which
     # `close-period --follow` reads; otherwise by the clock (fide's months: `close-period --due`).
@@ -130,8 +141,8 @@ class SystemSpec(Generic[S]):
         if isinstance(self.rules, PeriodSystem) != self.periodic:
             what = "are not" if self.periodic else "are"
             raise TypeError(f"system {self.name}: periodic={self.periodic}, but its rules {what} a PeriodSystem")
-        if self.periodic and self.served and self.calendar_codec is None:
-            raise TypeError(f"system {self.name}: served per period, but it has no calendar codec")
+        if self.periodic and self.calendar_codec is None:
+            raise TypeError(f"system {self.name}: rated per period, but it has no calendar codec")
         if self.rules.name != self.name:
             raise TypeError(f"system {self.name}: its rules are named {self.rules.name}")
 

@@ -37,16 +37,19 @@ the command's pod is not scraped. A run on a prefix no command of the system has
 """
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import ValidationError
 from redis.asyncio import Redis
 
+from worker import metrics
 from worker.engine.engine import CloseOutcome
 from worker.operate.redis_ops import connected, text, with_retry
 from worker.operate.topic_scan import group_reader
@@ -54,14 +57,14 @@ from worker.rules.period_interface import Calendar, PeriodSystem
 from worker.service import period_closes
 from worker.service.connections import close_quietly, kafka_options
 from worker.service.owner import own_prefix
-from worker.service.wiring import pipeline_for, process_token
+from worker.service.wiring import make_producer, pipeline_for, process_token, start_producer
 from worker.settings import WorkerSettings
 from worker.store import keys
 from worker.store.redis_store import RedisStore
 from worker.store.schedule import CloseItem
 from worker.stream import unreadable
 from worker.stream.pipeline import Pipeline
-from worker.stream.retry import KAFKA_CONNECT, KAFKA_READ, retrying
+from worker.stream.retry import KAFKA_CONNECT, KAFKA_PUBLISH, KAFKA_READ, retrying
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +115,14 @@ class Status:
     recorded: list[str]  # periods with recorded games not closed yet, oldest first
     due: str | None  # the latest period due by the clock
     closed_at: float | None  # when the last close finished (unix seconds)
+    # A calendar kept by its marks (tornelo): the periods marked closed, in order; None for fide.
+    ended: list[str] | None = None
+    opened: dict[str, float] = field(default_factory=dict)  # each open period's first recording (unix seconds)
+
+
+def close_group(settings: WorkerSettings) -> str:
+    """The close follower's consumer group (`worker.operate.follow`): the workers' group with `-close`."""
+    return f"{settings.kafka_group_id}-close"
 
 
 def periods_of(settings: WorkerSettings) -> PeriodSystem[Any]:
@@ -184,7 +195,7 @@ async def close_period(
             report.seconds,
             extra={"step": "done", "outcome": outcome, "seconds": round(report.seconds, 3), "ratings": report.closed},
         )
-        await _record(settings, outcome, report)
+        await record_outcome(settings, outcome, report)
 
 
 async def _close(
@@ -216,9 +227,10 @@ async def _close(
         await mark_through(pipeline, store, period, report, say)
 
 
-async def _record(settings: WorkerSettings, outcome: str, report: CloseReport) -> None:
-    """The run's outcome recorded in Redis (`period_closes.record`): the counts, and the durations
-    and ratings of a run that closed something; a failure to record it is logged, never raised."""
+async def record_outcome(settings: WorkerSettings, outcome: str, report: CloseReport) -> None:
+    """The run's (or a follower's close's) outcome recorded in Redis (`period_closes.record`): the
+    counts, and the durations and ratings of a run that closed something; a failure to record it is
+    logged, never raised."""
     closed = outcome == period_closes.CLOSED
     try:
         async with asyncio.timeout(RECORD_SECONDS), connected(settings, ping=False) as redis:
@@ -255,7 +267,7 @@ async def mark_through(
     """Mark and close, one at a time, each period a close of `period` marks (step 4), each once
     the close before it is finished (also `switch-over`'s, setting the live calendar)."""
     while True:
-        snapshot = await store.read([], [])
+        snapshot = await store.read([], [], [period])  # a calendar kept by its marks: the period's
         recorded = await _recorded(store)
         months = pipeline.engine.marks(snapshot.calendar, period, recorded)
         if not months:
@@ -385,11 +397,15 @@ async def fields(redis: Redis, prefix: str, *names: str) -> list[str | None]:
     return [None if v is None else text(v) for v in values]
 
 
-async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[[str], None]) -> float:
+async def drain(
+    settings: WorkerSettings, store: RedisStore[Any], say: Callable[[str], None], *, forever: bool = False
+) -> float:
     """Wait until the workers have applied every input record published before now: on every
     partition, their watermarks in Redis or their group's committed offset reach the input's end
     offset (the watermarks are gone after a restore; the committed offsets after a group was
-    renamed); the seconds it took. Past RATING_CLOSE_DRAIN_TIMEOUT_SECONDS: `DrainTimedOut`."""
+    renamed); the seconds it took. Past RATING_CLOSE_DRAIN_TIMEOUT_SECONDS: `DrainTimedOut`, or
+    with `forever` (the follower, which must not skip an end) an error logged, the wait exported in
+    `rating_close_drain_waiting_seconds` from then on, and the wait goes on."""
     started = time.monotonic()
     ends = await input_ends(settings)
     deadline = started + settings.close_drain_timeout_seconds
@@ -398,7 +414,7 @@ async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[
         settings.topic_games,
         extra={"step": "drain_start", "partitions": len(ends)},
     )
-    said = False
+    said = timed_out = False
     next_log = started
     async with group_reader(settings) as group:
         while True:
@@ -414,6 +430,7 @@ async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[
                     behind[p] = (done, end)
             now = time.monotonic()
             if not behind:
+                metrics.CLOSE_DRAIN_WAITING.set(0)
                 seconds = now - started
                 log.info(
                     "drained in %.1f s",
@@ -430,7 +447,18 @@ async def drain(settings: WorkerSettings, store: RedisStore[Any], say: Callable[
                     extra={"step": "drain_progress", "partitions": len(behind), "behind": records},
                 )
                 next_log = now + DRAIN_LOG_SECONDS
-            if now > deadline:
+            if now > deadline and forever:
+                metrics.CLOSE_DRAIN_WAITING.set(now - started)
+                if not timed_out:
+                    listed = ", ".join(f"partition {p} at {w} of {e}" for p, (w, e) in sorted(behind.items()))
+                    log.error(
+                        "drain past RATING_CLOSE_DRAIN_TIMEOUT_SECONDS=%g: %s; still waiting",
+                        settings.close_drain_timeout_seconds,
+                        listed,
+                        extra={"step": "drain_timeout", "partitions": len(behind), "behind": records},
+                    )
+                    timed_out = True
+            elif now > deadline:
                 listed = ", ".join(f"partition {p} at {w} of {e}" for p, (w, e) in sorted(behind.items()))
                 log.error(
                     "drain timed out: %s",
@@ -491,14 +519,82 @@ async def status(settings: WorkerSettings) -> Status:
         calendar, closing, closed_at = await fields(redis, prefix, "calendar", "closing", "closed_at")
         recorded = sorted(map(text, await with_retry(redis.smembers, keys.indexed_key(prefix))))
         left = await with_retry(redis.scard, keys.index_key(prefix, closing)) if closing else 0
+        opened = {text(k): float(v) for k, v in (await with_retry(redis.hgetall, keys.opened_key(prefix))).items()}
+        ended = await marked_periods(redis, prefix) if codec.partial else None
     return Status(
-        codec.decode((calendar or "").encode()),
+        calendar if codec.partial else codec.decode((calendar or "").encode()),
         closing,
         left,
-        recorded,
+        [p for p in recorded if ended is None or p not in ended],
         periods.latest_due(int(time.time()), settings.period_grace_seconds),
         float(closed_at) if closed_at else None,
+        ended,
+        opened,
     )
+
+
+async def marked_periods(redis: Redis, prefix: str) -> list[str]:
+    """A calendar kept by its marks: every period marked closed, in the order of the marks."""
+    places = await with_retry(redis.hgetall, keys.marked_key(prefix))
+    return [text(p) for p, _ in sorted(places.items(), key=lambda item: int(item[1]))]
+
+
+class NotClosedInTime(Exception):
+    """An operator's close published, not closed by the follower within --timeout (status 1)."""
+
+
+async def operator_close(
+    settings: WorkerSettings, period: str, wait: bool, timeout: float, say: Callable[[str], None]
+) -> int:
+    """`close-period TOURNAMENT_ID` of a system whose periods end by a record (tornelo): publish the
+    end record `{"event_id": "operator/{id}/{unix_ms}", "tournament_id", "finished_at": now}` on
+    the tournament topic, acknowledged by the broker, so that every end is on the topic; then
+    (unless not `wait`) wait until the follower has marked it and finished its close: its offset.
+    Past `timeout`: `NotClosedInTime`, saying what is pending."""
+    checked_period(periods_of(settings), period)
+    prefix = settings.redis_key_prefix
+    async with connected(settings) as redis:
+        await own_prefix(redis, prefix, settings.spec().name, write=True, parameters=settings.parameters())
+        now_ms = int(time.time() * 1000)
+        finished_at = datetime.fromtimestamp(now_ms / 1000, UTC).isoformat(timespec="milliseconds")
+        record = {
+            "event_id": f"operator/{period}/{now_ms}",
+            "tournament_id": period,
+            "finished_at": finished_at.replace("+00:00", "Z"),
+        }
+        producer = make_producer(settings)
+        await start_producer(producer, settings)
+        try:
+            sent = await retrying(
+                KAFKA_PUBLISH,
+                producer.send_and_wait,
+                settings.topic_tournaments,
+                json.dumps(record).encode(),
+                period.encode(),
+            )
+        finally:
+            await close_quietly(producer.stop())
+        say(f"close-period: the end of {period} published ({record['event_id']}, offset {sent.offset})")
+        if not wait:
+            return int(sent.offset)
+        deadline = time.monotonic() + timeout
+        while True:
+            (closing,) = await fields(redis, prefix, "closing")
+            place = await with_retry(redis.hget, keys.marked_key(prefix), period)
+            if place is not None and closing != period:
+                say(f"close-period: {period} closed")
+                return int(sent.offset)
+            if time.monotonic() >= deadline:
+                if place is None:
+                    pending = "not marked ended yet (is `close-period --follow` running? it reads the record in turn)"
+                else:
+                    left = await with_retry(redis.scard, keys.index_key(prefix, period))
+                    pending = f"marked ended, its close in progress with {left} ratings left"
+                raise NotClosedInTime(
+                    f"{period} was not closed within --timeout {timeout:g} s: {pending}; its end record is at offset "
+                    f"{sent.offset} of {settings.topic_tournaments} and stays there: the follower closes it"
+                )
+            await asyncio.sleep(DRAIN_POLL_SECONDS)
 
 
 async def init(settings: WorkerSettings, period: str) -> None:
@@ -509,7 +605,7 @@ async def init(settings: WorkerSettings, period: str) -> None:
     checked_period(periods, period)
     prefix = settings.redis_key_prefix
     async with connected(settings) as redis:
-        await own_prefix(redis, prefix, settings.spec().name, write=True)
+        await own_prefix(redis, prefix, settings.spec().name, write=True, parameters=settings.parameters())
         (marks,) = await fields(redis, prefix, "marks")
         if marks is not None:
             raise CloseRefused(f"--init is refused: periods are closed already ({marks} marks made)")

@@ -41,12 +41,12 @@ import gc
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from redis.asyncio import Redis
 
@@ -55,7 +55,7 @@ from worker.engine.decoder import BadInput, decode_as, decode_input
 from worker.engine.engine import Engine, SeedRow
 from worker.engine.spec import SystemSpec
 from worker.operate.applied_copy import Copy, Decided, Placed, decide, digest_of, rated_facts
-from worker.operate.close_period import fields
+from worker.operate.close_period import fields, marked_periods
 from worker.operate.external_sort import ExternalSort
 from worker.operate.redis_ops import CHUNK, connected, matching_keys, read_states, unlink_all, with_retry, write_states
 from worker.operate.topic_scan import scan
@@ -87,6 +87,9 @@ class RebuildReport:
     spilled_runs: int = 0  # sorted runs written to the temporary directory (0: the history fit the budget)
     spilled_bytes: int = 0  # their size: at most that much disk, at the peak
     closed_through: str | None = None  # a per-period system's: the latest period the rebuild closed
+    # A calendar kept by its marks (tornelo): the sort key (instant, game_id) of each period's last
+    # game, over every valid copy (a contested game's copies may name other periods: the latest).
+    last_games: dict[str, tuple[int, str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -178,9 +181,13 @@ async def rebuild(
         if through is None:
             through = await latest_closed(redis, settings.spec(), live_prefix)
         report.closed_through = through
+        marks = settings.spec().calendar_codec
+        # A calendar kept by its marks (tornelo): the live deployment's ends, in the order they were marked.
+        ended = await marked_periods(redis, live_prefix) if marks is not None and marks.partial else None
         found = await matching_keys(redis, f"{prefix}*")
         # Whose prefix it is, and no other deployment's keys among those found (the owner key of
-        # a longer prefix), before anything under it is cleared.
+        # a longer prefix), before anything under it is cleared; not the parameters recorded there
+        # (a rebuild with new values clears those of an earlier one, and records its own below).
         await own_prefix(redis, prefix, settings.spec().name, write=False, listed=found, setting="--prefix")
         if found and not force:
             report.refused = True
@@ -215,7 +222,8 @@ async def rebuild(
             report.spilled_bytes = by_id.spilled_bytes + by_time.spilled_bytes
             kept = {game_id: copy.place for game_id, copy in decided.kept.items()}
             del decided
-            store = await _recompute_sorted(by_time, seeds, settings, kept, through)
+            ends_at = None if ended is None else (ended, report.last_games)
+            store = await _recompute_sorted(by_time, seeds, settings, kept, through, ends_at)
         report.ratings = len(store.states)
         codec = settings.spec().codec
         await write_states(redis, prefix, store.states, codec)
@@ -226,6 +234,9 @@ async def rebuild(
                 "marks": store.calendar_version,
             }
             await with_retry(lambda: redis.hset(keys.periods_key(prefix), mapping=calendar))
+            if calendar_codec.partial and store.calendar_version:
+                places: dict[Any, Any] = {p: n for n, p in enumerate(cast(Iterable[str], store.calendar))}
+                await with_retry(lambda: redis.hset(keys.marked_key(prefix), mapping=places))
         meta: dict[Any, Any] = {"topic": settings.topic_games}  # redis-py types keys invariantly
         meta.update({f"p:{p}": end for p, end in ends.items()})
         await with_retry(lambda: redis.hset(f"{prefix}{REBUILD_META}", mapping=meta))
@@ -243,10 +254,14 @@ async def rebuild(
 
 async def calendar_under(redis: "Redis", spec: SystemSpec[Any], prefix: str) -> Calendar:
     """The calendar kept under `prefix` (None for a system without periods)."""
-    if spec.periods is None or spec.calendar_codec is None:
+    codec = spec.calendar_codec
+    if spec.periods is None or codec is None:
         return None
+    if codec.partial:
+        ended = await marked_periods(redis, prefix)
+        return codec.from_marks(len(ended), {p: n for n, p in enumerate(ended)})
     (encoded,) = await fields(redis, prefix, "calendar")
-    return spec.calendar_codec.decode((encoded or "").encode())
+    return codec.decode((encoded or "").encode())
 
 
 async def latest_closed(redis: "Redis", spec: SystemSpec[Any], prefix: str) -> str | None:
@@ -263,6 +278,8 @@ async def _read_by_id(settings: WorkerSettings, by_id: ExternalSort, report: Reb
     ends: dict[int, int] = {}
     since_ms = (int(time.time()) - settings.idempotency_retention_seconds) * 1000
     rules = settings.rules()
+    codec = settings.spec().calendar_codec
+    periods = settings.spec().periods if codec is not None and codec.partial else None
     async for batch in scan(settings, settings.topic_games):
         for record in batch:
             report.records += 1
@@ -276,6 +293,11 @@ async def _read_by_id(settings: WorkerSettings, by_id: ExternalSort, report: Reb
                 report.bad += 1
                 continue
             seconds, fraction = instant(game.finished_at)
+            if periods is not None:
+                for period in periods.periods_of(game):
+                    key = (seconds, fraction, game.game_id)
+                    if period not in report.last_games or key > report.last_games[period]:
+                        report.last_games[period] = key
             recent = digest_of(rules, game) if record.timestamp >= since_ms else b""
             entry = (game.game_id, record.partition, record.offset, record.timestamp, seconds, fraction, recent, value)
             by_id.add(entry, len(value) + len(game.game_id) + len(recent))
@@ -340,11 +362,14 @@ async def _recompute_sorted(
     settings: WorkerSettings,
     kept: dict[str, tuple[int, int]],
     through: str | None = None,
+    ends_at: tuple[list[str], dict[str, tuple[int, str, str]]] | None = None,
 ) -> MemoryBackend[Any]:
     """Pass 4: the seeds, then the games in history order, in chunks (of a contested game, only
     its kept copy, at `kept[game_id]`); no game records are kept (each game comes once). A
     per-period system's periods up to `through` are closed, each once the games after its own
-    begin, and the last at the end."""
+    begin, and the last at the end; or, a calendar kept by its marks (`ends_at`: the periods
+    ended, in the order of their marks, and each one's last game), each right after its last
+    game, in that order (after the one before it: one with no game right after that one)."""
     # No event is published: the engine encodes none.
     rules = settings.rules()
     periods = settings.spec().periods
@@ -373,11 +398,32 @@ async def _recompute_sorted(
     # again at each of the many collections the games' short-lived objects trigger (13 % faster).
     gc.collect()
     gc.freeze()
+    ended, last_games = ([], {}) if ends_at is None else ends_at
+    next_end = 0  # ended[next_end] is the next to close
+
+    async def close_ended(now: tuple[int, str, str] | None) -> None:
+        """Close, in order, the ended periods whose last game is at or before `now` (None: all)."""
+        nonlocal next_end
+        while next_end < len(ended):
+            last = last_games.get(ended[next_end])
+            if now is not None and last is not None and last > now:
+                return
+            await apply_chunk()
+            await close_period(engine, store, ended[next_end], ignore)
+            next_end += 1
+
     await apply_in_order(engine, store, [SeedItem(row, force=False) for row in seeds])
-    for _, _, game_id, partition, offset, value in by_time.merged():
+    await close_ended((-(2**63), "", ""))  # those with no game at all, at the head of the order
+    for seconds, fraction, game_id, partition, offset, value in by_time.merged():
         if kept and kept.get(game_id, (partition, offset)) != (partition, offset):
             continue  # a contested game's copy the workers did not apply
         game = decode_as(rules.game_model, value, settings.max_message_bytes)
+        if ends_at is not None:
+            chunk.append(game)
+            await close_ended((seconds, fraction, game_id))
+            if len(chunk) >= CHUNK:
+                await apply_chunk()
+            continue
         if periods is not None and through is not None:
             period = periods.recorded_in(game, periods.opening)  # its own period, as if none were closed
             if period != current:
@@ -389,7 +435,9 @@ async def _recompute_sorted(
         if len(chunk) == CHUNK:
             await apply_chunk()
     await apply_chunk()
-    if periods is not None and through is not None:
+    if ends_at is not None:
+        await close_ended(None)
+    elif periods is not None and through is not None:
         await close_period(engine, store, through, ignore)
     return backend
 

@@ -42,16 +42,18 @@ and only `rebuild` and `switch-over` can give it back.
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from aiokafka import TopicPartition
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
+from schemas.tournament_finished import TournamentFinished
 from worker.engine.engine import RESTORED
 from worker.engine.spec import Contract, StateCodec
-from worker.operate.close_period import refuse_during_close, up_to
+from worker.operate.close_period import close_group, refuse_during_close, up_to
 from worker.operate.redis_ops import (
     CHUNK,
     connected,
@@ -62,12 +64,14 @@ from worker.operate.redis_ops import (
     unlink_all,
     with_retry,
 )
-from worker.operate.topic_scan import scan
+from worker.operate.topic_scan import group_reader, scan
 from worker.operate.topics import COMPACTION_LAG_MS
 from worker.rules.interface import Kind, S
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys, records
+from worker.stream.retry import KAFKA_READ, retrying
+from worker.stream.tournament_ends import decode_end
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -122,6 +126,7 @@ class Changelog(Generic[S]):
     # rating -> the seq its chain since its latest tombstone has reached (0: no seq 1 yet)
     restarted: dict[str, int] = field(default_factory=dict)
     set_aside: dict[str, SetAside] = field(default_factory=dict)  # by reason
+    closed: set[str] = field(default_factory=set)  # the periods with a close event (`Published.period`)
 
     def add(self, key: str, state: S, game_id: str | None, opponent: str | None, kind: Kind, timestamp_ms: int) -> None:
         restarted = self.restarted.get(key)
@@ -181,6 +186,8 @@ async def read_changelog(
             if record.value is not None:
                 event = read(record.value)
                 log_.add(event.key, event.state, event.game_id, event.opponent_key, event.kind, record.timestamp)
+                if event.period is not None:
+                    log_.closed.add(event.period)
             elif record.key is not None:  # a tombstone: the rating was erased, its events before it too
                 log_.erase(record.key.decode())
         progress(log_.records)
@@ -317,7 +324,11 @@ async def distrust(redis: "Redis", prefix: str, reason: str) -> None:
 
 
 async def restore_calendar(
-    redis: "Redis", settings: WorkerSettings, closed_through: str | None, say: Callable[[str], None]
+    redis: "Redis",
+    settings: WorkerSettings,
+    closed_through: str | None,
+    say: Callable[[str], None],
+    closed: Collection[str] = (),
 ) -> None:
     """A per-period system's calendar and indexes, from the restored states: the latest closed
     period the later of `closed_through` (`--closed-through`: a period closed with no games
@@ -330,6 +341,9 @@ async def restore_calendar(
         return
     prefix = settings.redis_key_prefix
     states = await read_states(redis, prefix, await rating_keys(redis, prefix), spec.codec)
+    if codec.partial:
+        await restore_marks(redis, settings, states, closed, say)
+        return
     found = [p for p in map(periods.closed_through, states.values()) if p is not None]
     latest = max(found, default=None)
     later = closed_through is not None and (latest is None or not up_to(periods, closed_through, latest))
@@ -343,13 +357,17 @@ async def restore_calendar(
             indexes.setdefault(period, []).append(key)
         interrupted = interrupted or bool(periods.closing(state, calendar))
 
+    now = int(time.time())
+
     def build(pipe: Pipeline) -> None:
-        pipe.delete(keys.periods_key(prefix), keys.indexed_key(prefix))
+        pipe.delete(keys.periods_key(prefix), keys.indexed_key(prefix), keys.opened_key(prefix))
         for period, ratings in indexes.items():
             pipe.delete(keys.index_key(prefix, period))
             pipe.sadd(keys.index_key(prefix, period), *ratings)
         if indexes:
             pipe.sadd(keys.indexed_key(prefix), *indexes)
+            # When their first game was recorded is not on the topic: their age counts from now.
+            pipe.hset(keys.opened_key(prefix), mapping=dict.fromkeys(indexes, now))
         fields: dict[Any, Any] = {  # redis-py types a mapping's keys invariantly
             "calendar": codec.encode(calendar),
             "marks": 1 if taken else 0,
@@ -363,6 +381,78 @@ async def restore_calendar(
     say(f"restore: latest closed period {taken or 'none'} (from {source}); {len(indexes)} periods with recorded games")
     if interrupted:
         say(f"restore: the close of {taken} was interrupted: run `rating-worker close-period --due` to finish it")
+
+
+async def restore_marks(
+    redis: "Redis",
+    settings: WorkerSettings,
+    states: Mapping[str, Any],
+    closed: Collection[str],
+    say: Callable[[str], None],
+) -> None:
+    """A calendar kept by its marks (tornelo), with its indexes: a period is ended if the close
+    follower committed its end record or a close event of it is on the output topic (`closed`),
+    marked in the order of their (first) end records on the topic; each period with entries in
+    the states' `pending` gets its index back, open ones and ended ones whose close did not
+    finish (said; the first of those in the order of the marks is set in progress, for the
+    follower to finish; any other is finished by its ratings' next games)."""
+    spec = settings.spec()
+    periods, codec = spec.periods, spec.calendar_codec
+    assert periods is not None and codec is not None
+    prefix = settings.redis_key_prefix
+    order, committed = await end_records(settings)
+    ended = [p for p, offset in order.items() if offset < committed or p in closed]
+    ended += sorted(set(closed).difference(order))  # a close event whose end record is gone: last
+    places: dict[str, int | None] = {p: n for n, p in enumerate(ended)}
+    calendar = codec.from_marks(len(ended), places)
+    indexes: dict[str, list[str]] = {}
+    for key, state in states.items():
+        for period in periods.pending(state):
+            indexes.setdefault(period, []).append(key)
+    interrupted = [p for p in ended if p in indexes]
+    now = int(time.time())
+
+    def build(pipe: Pipeline) -> None:
+        pipe.delete(
+            keys.periods_key(prefix), keys.indexed_key(prefix), keys.marked_key(prefix), keys.opened_key(prefix)
+        )
+        for period, ratings in indexes.items():
+            pipe.sadd(keys.index_key(prefix, period), *ratings)
+        if indexes:
+            pipe.sadd(keys.indexed_key(prefix), *indexes)
+            # When their first game was recorded is not on the topic: their age counts from now.
+            pipe.hset(keys.opened_key(prefix), mapping=dict.fromkeys(indexes, now))
+        if ended:
+            pipe.hset(keys.marked_key(prefix), mapping={p: n for n, p in enumerate(ended)})
+        fields: dict[Any, Any] = {"calendar": codec.encode(calendar), "marks": len(ended)}
+        if interrupted:
+            fields["closing"] = interrupted[0]
+        pipe.hset(keys.periods_key(prefix), mapping=fields)
+
+    await unlink_all(redis, await matching_keys(redis, f"{keys.index_key(prefix, '')}*"))
+    await pipelined(redis, build, atomic=True)
+    say(
+        f"restore: {len(ended)} periods ended (end records committed by the close follower up to offset {committed}, "
+        f"or closed on the output topic); {len(indexes) - len(interrupted)} open with recorded games"
+    )
+    for period in interrupted:
+        left = len(indexes[period])
+        say(f"restore: the close of {period} was interrupted ({left} ratings left): the close follower finishes it")
+
+
+async def end_records(settings: WorkerSettings) -> tuple[dict[str, int], int]:
+    """The tournament topic's valid end records: each period at its first record's offset, in the
+    order of the topic; and the close follower's committed offset (0: none)."""
+    order: dict[str, int] = {}
+    topic = settings.topic_tournaments
+    async for batch in scan(settings, topic):
+        for record in batch:
+            end = decode_end(record, settings.max_message_bytes)
+            if isinstance(end, TournamentFinished):  # else dead-lettered by the follower: no end
+                order.setdefault(end.tournament_id, record.offset)
+    async with group_reader(settings, close_group(settings)) as group:
+        committed = await retrying(KAFKA_READ, group.committed, TopicPartition(topic, 0))
+    return order, committed or 0
 
 
 async def restore(
@@ -393,7 +483,7 @@ async def restore(
         await reconcile(redis, prefix, changelog, force, report, codec, contract)
         await record_games(redis, prefix, changelog.games, settings.idempotency_retention_seconds * 1000, report)
         await clear_leases(redis, prefix, report)
-        await restore_calendar(redis, settings, closed_through, say)
+        await restore_calendar(redis, settings, closed_through, say, changelog.closed)
         report.partial = changelog.partial_games(int(time.time() * 1000))
         if report.refused:
             await distrust(redis, prefix, f"restore refused {len(report.refused)} ratings: run it with --force")

@@ -26,10 +26,13 @@ ISOLATE_RECORDS = 10_000  # records of one partition read alone at a time, after
 
 
 @contextlib.asynccontextmanager
-async def group_reader(settings: WorkerSettings) -> AsyncIterator[AIOKafkaConsumer]:
-    """A started consumer with the workers' group id that never joins the group: `committed` needs
-    no membership, and a commit of partitions assigned by hand is one a group with members refuses."""
-    consumer = AIOKafkaConsumer(**kafka_options(settings), group_id=settings.kafka_group_id, enable_auto_commit=False)
+async def group_reader(settings: WorkerSettings, group: str | None = None) -> AsyncIterator[AIOKafkaConsumer]:
+    """A started consumer with the workers' group id (or `group`: the close follower's) that never
+    joins the group: `committed` needs no membership, and a commit of partitions assigned by hand
+    is one a group with members refuses."""
+    consumer = AIOKafkaConsumer(
+        **kafka_options(settings), group_id=group or settings.kafka_group_id, enable_auto_commit=False
+    )
     try:
         await retrying(KAFKA_CONNECT, consumer.start)
         yield consumer

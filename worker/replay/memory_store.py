@@ -107,7 +107,8 @@ class MemoryStore(Generic[S]):
         self.lease_seconds = lease_seconds
         self._keys: dict[str, int] = {}  # the last read's game keys (16-byte digests of the ids)
 
-    async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot[S]:
+    async def read(self, ratings: Sequence[str], game_ids: Sequence[str], periods: Sequence[str] = ()) -> Snapshot[S]:
+        """(The calendar whole: `periods` asks for nothing more.)"""
         b = self.backend
         get, unseen = b.states.get, b.unseen
         states = {r: get(r, unseen) for r in ratings}

@@ -56,6 +56,11 @@ class PeriodSystem(RatingSystem[S], Protocol[S, C]):
         """The period a counted game is recorded in, or None if it is rated at once (`rate_game`)."""
         ...
 
+    def periods_of(self, game: GameFinished) -> tuple[str, ...]:
+        """The periods whose marks a game's computation reads beside those its players' states hold
+        (`tornelo`: its tournament; `fide`: none, its calendar is one value every batch reads)."""
+        ...
+
     def record(self, game: GameFinished, category: str, period: str, calendar: C, white: S, black: S) -> Rated[S]:
         """Both players' `period_game` changes: the game added to their entries of `period`."""
         ...

@@ -55,6 +55,13 @@ CLOSES = "closes"
 INDEX = "i:"
 # {prefix}indexed -> set: the periods that have an index
 INDEXED = "indexed"
+# {prefix}opened -> hash: each indexed period's first recording (unix seconds), for the age of the
+# oldest open one (`close-period --status`, `rating_period_oldest_open_seconds`)
+OPENED = "opened"
+# {prefix}marked -> hash: a period -> its place in the order of the marks (0 first), kept for good;
+# only for a system whose calendar is read by its marks (tornelo: the ended tournaments, which only
+# grow; `CalendarCodec.partial`), so that a batch reads the marks of its own periods, not all
+MARKED = "marked"
 
 
 def state_key(prefix: str, rating: str) -> str:
@@ -111,3 +118,11 @@ def index_key(prefix: str, period: str) -> str:
 
 def indexed_key(prefix: str) -> str:
     return f"{prefix}{INDEXED}"
+
+
+def opened_key(prefix: str) -> str:
+    return f"{prefix}{OPENED}"
+
+
+def marked_key(prefix: str) -> str:
+    return f"{prefix}{MARKED}"

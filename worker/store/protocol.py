@@ -103,8 +103,10 @@ class Watermark:
 
 
 class StateStore(Protocol[S]):
-    async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot[S]:
-        """The states of `ratings` (unseen when absent), their outboxes' lengths, the records of `game_ids`."""
+    async def read(self, ratings: Sequence[str], game_ids: Sequence[str], periods: Sequence[str] = ()) -> Snapshot[S]:
+        """The states of `ratings` (unseen when absent), their outboxes' lengths, the records of
+        `game_ids`; a per-period system's calendar, as far as the batch needs it: whole when kept
+        as one value, else the marks of `periods` and of the periods the states hold entries of."""
         ...
 
     async def apply(

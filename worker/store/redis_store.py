@@ -116,7 +116,10 @@ class RedisStore(Generic[S]):
         self._mark = redis.register_script(scripts.MARK)
         self._finish = redis.register_script(scripts.FINISH)
 
-    async def read(self, ratings: Sequence[str], game_ids: Sequence[str]) -> Snapshot[S]:
+    async def read(self, ratings: Sequence[str], game_ids: Sequence[str], periods: Sequence[str] = ()) -> Snapshot[S]:
+        codec = self.calendar_codec
+        partial = codec is not None and codec.partial
+        wanted = sorted(set(periods)) if partial else []
         with metrics.REDIS_SECONDS.labels("read").time():
             packed = await self._run(
                 self._read,
@@ -125,6 +128,7 @@ class RedisStore(Generic[S]):
                 pack([record_hash(g) for g in game_ids]),
                 int(time.time()),
                 int(self.pending is not None),
+                pack(wanted),
             )
         reply = msgpack.unpackb(packed, raw=True)  # a missing key is `false`
         states: dict[str, S] = {}
@@ -138,10 +142,30 @@ class RedisStore(Generic[S]):
             value = reply[2 * len(ratings) + n]
             if value is not False:
                 records[game_id] = value
-        if self.calendar_codec is None:
+        if codec is None:
             return Snapshot(states, unconfirmed, records)
-        version, calendar = reply[2 * len(ratings) + len(game_ids) :]
-        return Snapshot(states, unconfirmed, records, self.calendar_codec.decode(calendar), version)
+        version, calendar, *found = reply[2 * len(ratings) + len(game_ids) :]
+        if not partial:
+            return Snapshot(states, unconfirmed, records, codec.decode(calendar), version)
+        return Snapshot(states, unconfirmed, records, await self._marks(version, wanted, found, states), version)
+
+    async def _marks(self, version: int, wanted: list[str], found: list[Any], states: dict[str, S]) -> Calendar:
+        """A calendar kept by its marks, as far as a batch needs it: the marks of the periods asked
+        for (read by the script) and of those its states hold entries of (read here, when they were
+        not asked for: a player's other open tournaments). Read after the script, a mark may be
+        newer than `version`: the calendar of `version` leaves it out, and the apply, checked
+        against `version`, fails and the batch is computed again."""
+        assert self.pending is not None and self.calendar_codec is not None
+        places: dict[str, int | None] = {}
+        for period, place in zip(wanted, found[0] if found else (), strict=True):
+            places[period] = None if place is False else int(place)
+        held = sorted({p for state in states.values() for p in self.pending(state)}.difference(places))
+        if held:
+            more = await self.redis.hmget(keys.marked_key(self.prefix), held)
+            places.update(
+                (period, None if place is None else int(place)) for period, place in zip(held, more, strict=True)
+            )
+        return self.calendar_codec.from_marks(version, places)
 
     async def apply(
         self,
@@ -262,8 +286,9 @@ class RedisStore(Generic[S]):
     async def mark(self, version: int, calendar: Calendar, period: str) -> int:
         """Mark `period` closed (the calendar becomes `calendar`) if the calendar is still at
         `version` and no close is in progress: 1; -1 a close is in progress; 0 the calendar moved."""
-        assert self.calendar_codec is not None, "not a per-period system's store"
-        return int(await self._run(self._mark, version, self.calendar_codec.encode(calendar), period))
+        codec = self.calendar_codec
+        assert codec is not None, "not a per-period system's store"
+        return int(await self._run(self._mark, version, codec.encode(calendar), period, int(codec.partial)))
 
     async def finish(self, period: str) -> int:
         """The close in progress of `period` finished if its index is empty: 1; -1 its index still

@@ -162,10 +162,31 @@ def plan(
     return planned
 
 
+# A store's read (`StateStore.read`), or a retrying one: ratings, game ids, periods whose marks it reads.
+Read = Callable[[list[str], list[str], list[str]], Awaitable[Snapshot[S]]]
+
+
+def periods_read(engine: Engine[Any], batch: Sequence[Item]) -> list[str]:
+    """The periods whose marks a per-period system's batch reads beside those its states hold
+    entries of (a calendar kept by its marks: tornelo's games' tournaments, the closes' periods)."""
+    periods = engine.periods
+    if periods is None:
+        return []
+    wanted: set[str] = set()
+    for item in batch:
+        if type(item) is CloseItem:
+            wanted.add(item.period)
+        else:
+            game = game_of(item)
+            if game is not None:
+                wanted.update(periods.periods_of(game))
+    return sorted(wanted)
+
+
 async def read_and_plan(
     engine: Engine[S],
     batch: Sequence[Item],
-    read: Callable[[list[str], list[str]], Awaitable[Snapshot[S]]],
+    read: Read[S],
     lookup: Callable[[str], S] | None = None,
 ) -> tuple[list[str], Snapshot[S], list[Planned[S]]]:
     """Read what `batch` needs (its ratings' states, their outboxes' lengths, its games' records,
@@ -182,7 +203,7 @@ async def read_and_plan(
     classified = [classify(engine, item) for item in batch]
     ratings = sorted({r for _, keys in classified for r in keys})
     game_ids = sorted({g.game_id for g in map(game_of, batch) if g is not None})
-    snapshot = await read(ratings, game_ids)
+    snapshot = await read(ratings, game_ids, periods_read(engine, batch))
     if lookup is None and engine.periods is not None:
         lookup = await second_read(engine, batch, snapshot, read)
     return ratings, snapshot, plan(engine, batch, snapshot, classified, lookup)
@@ -192,7 +213,7 @@ async def second_read(
     engine: Engine[S],
     batch: Sequence[Item],
     snapshot: Snapshot[S],
-    read: Callable[[list[str], list[str]], Awaitable[Snapshot[S]]],
+    read: Read[S],
 ) -> Callable[[str], S] | None:
     """The states of the ratings outside `snapshot` that the batch's closes read (see
     `read_and_plan`), as a lookup; None if they read none."""
@@ -212,7 +233,7 @@ async def second_read(
     wanted.difference_update(snapshot.states)
     if not wanted:
         return None
-    others = (await read(sorted(wanted), [])).states
+    others = (await read(sorted(wanted), [], [])).states
     unseen = engine.rules.unseen
     return lambda key: others.get(key, unseen)
 

@@ -194,6 +194,9 @@ if ARGV[9] == '1' then  -- a per-period system: its calendar's version (marks ma
   local v = redis.call('HMGET', p .. $PERIODS, 'marks', 'calendar')
   out[#out + 1] = tonumber(v[1] or '0')
   out[#out + 1] = v[2] or ''
+  -- ARGV[10], a calendar read by its marks: the places of these periods' marks (false: not marked)
+  local wanted = ARGV[10] and cmsgpack.unpack(ARGV[10]) or {}
+  if #wanted > 0 then out[#out + 1] = redis.call('HMGET', p .. $MARKED, unpack(wanted)) end
 end
 return cmsgpack.pack(out)
 """
@@ -285,7 +288,10 @@ for n, item in ipairs(items) do
       touch(w[1])
       if w[4] then
         for _, period in ipairs(w[4]) do
-          if redis.call('SADD', p .. $INDEX .. period, w[1]) == 1 then redis.call('SADD', p .. $INDEXED, period) end
+          if redis.call('SADD', p .. $INDEX .. period, w[1]) == 1
+            and redis.call('SADD', p .. $INDEXED, period) == 1 then
+            redis.call('HSETNX', p .. $OPENED, period, now)
+          end
         end
       end
     end
@@ -410,6 +416,7 @@ return wrote
 # caller read, ARGV[6] the calendar once the period is marked, ARGV[7] the period. Marks it only if
 # the calendar is still the one read and no close is in progress: 1; -1 another close is in
 # progress; 0 the calendar moved (read it again). Counted as a write of the store (see _GUARD).
+# ARGV[8] '1': a calendar read by its marks, the period's place recorded in `marked`.
 _MARK = (
     _GUARD
     + """
@@ -418,6 +425,7 @@ local v = redis.call('HMGET', key, 'marks', 'closing')
 if tonumber(v[1] or '0') ~= tonumber(ARGV[5]) then return 0 end
 if v[2] then return -1 end
 redis.call('HSET', key, 'calendar', ARGV[6], 'marks', tonumber(v[1] or '0') + 1, 'closing', ARGV[7])
+if ARGV[8] == '1' then redis.call('HSET', p .. $MARKED, ARGV[7], tonumber(v[1] or '0')) end
 local mine = redis.call('HINCRBY', p .. $STORE, 'writes', 1)
 redis.call('SET', p .. $SEEN .. token, mine, 'PX', $SEEN_TTL_MS)
 return 1
@@ -435,6 +443,7 @@ if redis.call('SCARD', p .. $INDEX .. period) > 0 then return -1 end
 redis.call('HDEL', key, 'closing')
 redis.call('HSET', key, 'closed_at', ARGV[6])
 redis.call('SREM', p .. $INDEXED, period)
+redis.call('HDEL', p .. $OPENED, period)
 return 1
 """
 )
@@ -460,6 +469,8 @@ def _lua(source: str) -> str:
         "UNTRUSTED",
         "SEEN",
         "PERIODS",
+        "MARKED",
+        "OPENED",
         "INDEXED",  # before INDEX, which it starts with
         "INDEX",
     ):

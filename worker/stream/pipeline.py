@@ -124,7 +124,9 @@ class Pipeline(Generic[S]):
             while pending:
                 stats.attempts += 1
                 ratings, snapshot, planned = await read_and_plan(
-                    self.engine, [items[i] for i in pending], lambda r, g: retrying(REDIS_READ, self.store.read, r, g)
+                    self.engine,
+                    [items[i] for i in pending],
+                    lambda r, g, p: retrying(REDIS_READ, self.store.read, r, g, p),
                 )
                 writes = [p.write for p in planned if p.write is not None]
                 # Unconfirmed events of any rating the batch read are flushed with it: a duplicate

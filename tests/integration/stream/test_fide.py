@@ -202,8 +202,10 @@ async def test_close_period_refuses_what_it_must_and_a_drain_past_its_timeout_ma
         (["2099-01"], "2099-01 is not due yet"),
         (["9999-12", "--force"], "'9999-12' is not a period that can be closed"),
         (["2026-13"], "'2026-13' is not a period that can be closed"),
-        ([], "exactly one of PERIOD, --due, --init MONTH and --status"),
+        ([], "exactly one of PERIOD, --due, --init MONTH, --status and --follow"),
         (["2026-10", "--due"], "exactly one of"),
+        (["--follow"], "has no end records to follow"),
+        (["2026-10", "--no-wait"], "--no-wait and --timeout go with TOURNAMENT_ID"),
     ):
         refused = close_period(stack, *args)
         assert refused.returncode == 2, (args, refused.stderr.decode(errors="replace"))

@@ -4,6 +4,8 @@
 `opponent=score` joined by `+`; `initial` entries `period,games,points,ratings`.
 (What every codec shares: `worker.store.state_codec`.)"""
 
+from collections.abc import Mapping
+
 from worker.rules.finished_at import month_number
 from worker.rules.hundredths import Hundredths
 from worker.store.state_codec import hundredths_or_none, optional
@@ -71,7 +73,9 @@ FIDE_STATES = FideStateCodec()
 
 class FideCalendarCodec:
     """`fide`'s calendar, the latest closed month L (`YYYY-MM`, or nothing before any close), as the
-    store keeps it (`worker.engine.spec.CalendarCodec`)."""
+    store keeps it (`worker.engine.spec.CalendarCodec`): one value, which every batch reads whole."""
+
+    partial = False
 
     @staticmethod
     def encode(calendar: object) -> bytes:
@@ -80,6 +84,12 @@ class FideCalendarCodec:
     @staticmethod
     def decode(value: bytes) -> str | None:
         return value.decode() or None
+
+    @staticmethod
+    def from_marks(version: int, places: Mapping[str, int | None]) -> str | None:
+        """L from the places of the marks (not kept for fide: `partial` is False; for completeness)."""
+        marked = [(p, m) for m, p in places.items() if p is not None and p < version]
+        return max(marked)[1] if marked else None
 
     @staticmethod
     def number(calendar: object) -> int | None:

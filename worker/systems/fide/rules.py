@@ -350,6 +350,9 @@ class FideRules:
         month = month_of(game.finished_at)
         return month if calendar is None or month > calendar else next_month(calendar)
 
+    def periods_of(self, game: GameFinished) -> tuple[str, ...]:
+        return ()  # L, read whole with every batch, says where any game goes
+
     def record(
         self, game: GameFinished, category: str, period: str, calendar: Calendar, white: FideState, black: FideState
     ) -> Rated[FideState]:

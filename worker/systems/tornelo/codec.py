@@ -3,9 +3,11 @@
 (expected in millionths).
 (What every codec shares: `worker.store.state_codec`.)"""
 
+from collections.abc import Mapping
+
 from worker.rules.hundredths import Hundredths
 from worker.store.state_codec import hundredths_or_none, optional
-from worker.systems.tornelo.rules import Entry, Millionths, TorneloState
+from worker.systems.tornelo.rules import Ended, Entry, Millionths, TorneloState
 
 
 def encode_tornelo_state(state: TorneloState) -> bytes:
@@ -55,3 +57,36 @@ class TorneloStateCodec:
 
 
 TORNELO_STATES = TorneloStateCodec()
+
+
+class TorneloCalendarCodec:
+    """`tornelo`'s calendar, the ended tournaments in the order they were marked
+    (`worker.engine.spec.CalendarCodec`): kept by its marks (each tournament's place in
+    `{prefix}marked`, for good), since it only grows; a batch reads the marks of its own
+    tournaments and of its players' open ones. The one value kept beside them is the tournament
+    marked ended last."""
+
+    partial = True
+
+    @staticmethod
+    def encode(calendar: object) -> bytes:
+        assert isinstance(calendar, Ended)
+        latest = next(reversed(list(calendar)), None) if len(calendar) else None
+        return b"" if latest is None else latest.encode()
+
+    @staticmethod
+    def decode(value: bytes) -> Ended:
+        raise TypeError("tornelo's calendar is read by its marks (from_marks), not from one value")
+
+    @staticmethod
+    def from_marks(version: int, places: Mapping[str, int | None]) -> Ended:
+        return Ended({t: p for t, p in places.items() if p is not None}, version)
+
+    @staticmethod
+    def number(calendar: object) -> int | None:
+        """How many tournaments have ended (`rating_period_latest_closed`): it grows with each mark."""
+        assert isinstance(calendar, Ended)
+        return len(calendar) or None
+
+
+TORNELO_CALENDAR = TorneloCalendarCodec()

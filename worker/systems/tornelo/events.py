@@ -74,4 +74,8 @@ def read_tornelo(payload: bytes) -> Published[TorneloState]:
         ),
     )
     opponent = None if event.opponent_id is None else rating_key(event.opponent_id, event.category)
-    return Published(rating_key(event.player_id, event.category), state, event.game_id, opponent, Kind(event.kind))
+    # A close's event has no game and is not a seeding's: its tournament is the one closed.
+    closed = event.detail.tournament_id if event.game_id is None and event.kind != Kind.IMPORTED.value else None
+    return Published(
+        rating_key(event.player_id, event.category), state, event.game_id, opponent, Kind(event.kind), closed
+    )

@@ -304,6 +304,10 @@ class TorneloRules:
         tournament = _tornelo(game).tournament_id
         return None if tournament is None or tournament in calendar else tournament
 
+    def periods_of(self, game: GameFinished) -> tuple[str, ...]:
+        tournament = _tornelo(game).tournament_id
+        return () if tournament is None else (tournament,)
+
     def record(
         self,
         game: GameFinished,
