@@ -990,7 +990,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
-        help="the embedded default: local broker, Redis, workers and a live stream (fide: its months closed too)",
+        help="the embedded default: local broker, Redis, workers and a live stream (fide: its months closed too; "
+        "tornelo: its tournaments, by their ends)",
     )
     demo.add_argument("--players", type=_whole(2), default=200, help="players in the arena")
     demo.add_argument("--rate", type=_positive, default=200.0, help="games per second fed to the workers")
@@ -1000,10 +1001,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--system",
         choices=sorted(spec.name for spec in registry.BUILT_IN),
         default=registry.DEFAULT,
-        help="the rating system its workers run (tornelo: `rate` only in this release). fide's demo runs a year "
+        help="the rating system its workers run. fide's demo runs a year "
         "of months in fast-forward, then live games: `close-period --init` the month before its first games', "
         "then `close-period` on each month once the games' clock is past its end plus RATING_PERIOD_GRACE_SECONDS "
-        "(the hourly `--due` of a deployment, on the games' clock)",
+        "(the hourly `--due` of a deployment, on the games' clock). tornelo's publishes each tournament's end on "
+        "its tournament topic once its games are acknowledged, and runs `close-period --follow`, which closes it",
     )
     demo.add_argument(
         "--month-seconds",

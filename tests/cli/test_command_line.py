@@ -66,17 +66,13 @@ def test_run_help_points_at_the_settings() -> None:
         (("demo", "--workers", "0"), "argument --workers: 0 is below 1"),
         (("demo", "--duration", "-1"), "argument --duration: -1 is not a positive number"),
         (("topics", "--partitions", "0"), "argument --partitions: 0 is below 1"),
-        *(
-            (
-                ("demo", "--system", system),
-                f"--system {system}: this release rates {system} offline only "
-                "(`rating-worker rate`); its service (closing periods in Kafka and Redis) comes in a later release",
-            )
-            for system in ("tornelo",)
-        ),
         (
             ("demo", "--month-seconds", "5"),
             "--month-seconds: --system arena has no months (it rates each game at once)",
+        ),
+        (  # served (tests/cli/test_demo.py), but its periods are tournaments
+            ("demo", "--system", "tornelo", "--month-seconds", "5"),
+            "--month-seconds: --system tornelo has no months (its tournaments end by a record)",
         ),
         (("demo", "--system", "fide", "--month-seconds", "0"), "argument --month-seconds: 0 is not a positive number"),
         (("replay-dead-letters", "--from-offset", "9", "--to-offset", "3"), "--to-offset 3 is below --from-offset 9"),

@@ -3,7 +3,10 @@ its system, the broker, Redis, the logs' folder and how it stops first, then its
 line a shell takes, with which `check` finds nothing fatal; says the workers are joining instead
 of showing no output, and leaves no temporary folder. (That the seeding is not counted as output traffic:
 tests/unit/test_demo_view.py.) fide's demo closes its months as the service does: `close-period
---init` first, then `close-period` on each month its games have left, publishing close events."""
+--init` first, then `close-period` on each month its games have left, publishing close events.
+tornelo's publishes each tournament's end once its games are acknowledged (that contract against a
+real broker: tests/integration/embedded/test_tournament_feed.py), and its close follower closes
+each tournament."""
 
 import os
 import re
@@ -93,6 +96,46 @@ def test_the_fide_demo_closes_each_month_its_games_have_left_and_publishes_the_c
     last = [line for line in lines if "events/s out" in line][-1]
     counted = re.search(r" (\d+) events, ", last)
     assert counted and int(counted[1]) > 0, last
+    assert "demo: stopped; workers exited with [0]" in done.stderr
+
+
+def test_the_tornelo_demo_publishes_each_end_after_its_games_and_its_follower_says_each_close() -> None:
+    """Tournaments of 3 to 15 of 30 players, two at a time, end every second or two at 50 games/s:
+    the close follower, in the demo's process, closes several within 20 s (each once its end record
+    is read and the worker has applied the games before it: the follower's drain), a line each."""
+    args = shlex.split("demo --system tornelo --players 30 --rate 50 --workers 1 --duration 20")
+    done = commands.run([*commands.WORKER, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("demo (tornelo): broker 127.0.0.1:"), lines[0]
+    assert lines[1].startswith("demo: its settings, ") and "RATING_SYSTEM=tornelo " in lines[1], lines[1]
+    plan = (
+        r"demo: tournaments of 3 to 15 players, up to 2 at once, 5-9 Swiss rounds, at 50 games/s; each end "
+        r"published on arena\.tournament\.finished\.v1 once the broker has acknowledged every game of it; "
+        r"`close-period --follow` \(in the demo's process\) closes each"
+    )
+    assert re.fullmatch(plan, lines[2]), lines[2]
+    assert "demo: close-period --follow: following arena.tournament.finished.v1 as rating-worker-tornelo-close" in lines
+    closes = [
+        re.fullmatch(
+            r"demo: close-period --follow: (t\d{6}) closed: (\d+) ratings, \d+\.\d s after its end record "
+            r"was acknowledged",
+            line,
+        )
+        for line in lines
+    ]
+    closed = [(c[1], int(c[2])) for c in closes if c]
+    assert len(closed) >= 2, lines
+    assert len({tournament for tournament, _ in closed}) == len(closed)  # each closed once
+    assert all(ratings <= 15 for _, ratings in closed), closed  # a rating per player (one time control)
+    assert sum(ratings for _, ratings in closed) > 0
+    statuses = [re.search(r"; tournaments: (\d+) running, (\d+) ended, (\d+) closed", line) for line in lines]
+    last = [s for s in statuses if s][-1]
+    running, ended, counted = map(int, last.groups())
+    assert 1 <= running <= 2 and counted <= len(closed) and counted <= ended, last[0]
+    flowing = [line for line in lines if "events/s out" in line][-1]
+    events = re.search(r" (\d+) events, ", flowing)
+    assert events and int(events[1]) > 0, flowing
     assert "demo: stopped; workers exited with [0]" in done.stderr
 
 

@@ -3,8 +3,10 @@
 Starts a local broker (tansu) and a local redis-server on free ports, creates the topics,
 seeds established players (through `import`'s path), starts worker processes, feeds them a
 live stream of generated games and shows what happens, until Ctrl-C (or --duration). A
-per-period system's demo (`fide`) also closes its months, with `close-period`'s steps, its
-games' months going by faster than the calendar's (`worker.embedded.demo_months`).
+per-period system's demo also closes its periods: `fide`'s months with `close-period`'s steps,
+its games' months going by faster than the calendar's (`worker.embedded.demo_months`);
+`tornelo`'s tournaments by their end records, read by the close follower of `close-period
+--follow` (`worker.embedded.demo_tournaments`).
 """
 
 import asyncio
@@ -19,15 +21,16 @@ import sys
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from worker.embedded import demo_months
+from worker.embedded import demo_months, demo_tournaments
 from worker.embedded.stack import TANSU_FETCH_WAIT_MS, Broker, RedisServer, create_topics, start_worker, worker_env
+from worker.embedded.tournament_feed import TournamentFeed, paced
 from worker.embedded.traffic import traffic
 from worker.operate.importer import import_ratings
 from worker.replay.seed_file import read_seed_file
@@ -77,17 +80,20 @@ class View:
         return sorted(rated, key=lambda x: -x[1])[:TOP]
 
 
+def _stream(sim: ArenaSimulation) -> Iterator[bytes]:
+    """The generator's lines, with a few bad records and redeliveries."""
+    return sim.game_lines(10**9, bad_share=0.005, redelivery_share=0.005)
+
+
 async def _feed(producer: AIOKafkaProducer, topic: str, sim: ArenaSimulation, rate: float, view: View) -> None:
     """A live stream: `rate` games a second, with a few bad records and redeliveries (no close
     line: in the service a period is closed by `close-period`, never by an input record)."""
-    lines = demo_months.without_close_lines(sim.game_lines(10**9, bad_share=0.005, redelivery_share=0.005))
-    interval = 1.0 / rate
-    next_at = time.monotonic()
-    for line in lines:
-        future = await producer.send(topic, line)
-        future.add_done_callback(lambda f: _record(view, f))
-        next_at += interval
-        await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+    async for line in paced(demo_months.without_close_lines(_stream(sim)), rate):
+        _sent(view, await producer.send(topic, line))
+
+
+def _sent(view: View, future: "asyncio.Future[object]") -> None:
+    future.add_done_callback(lambda f: _record(view, f))
 
 
 def _record(view: View, future: "asyncio.Future[object]") -> None:
@@ -144,8 +150,10 @@ def _render(
     tty: bool,
     categories: tuple[str, ...],
     months: str | None = None,
+    label: str = "months",
 ) -> str:
-    """The view: one line when piped (a per-period system's `months` at its end), the terminal's screen otherwise."""
+    """The view: one line when piped (a per-period system's `months`, where its periods stand, at its
+    end), the terminal's screen otherwise (`months` on a line of its own, after `label`)."""
     if not tty:
         where = "" if months is None else f"; {months}"
         if not joined:
@@ -162,7 +170,7 @@ def _render(
     lines.append(f"lag per partition {lag}   dead letters {view.dead_letters}")
     lines.append("kinds: " + ", ".join(f"{k} {n}" for k, n in sorted(view.kinds.items())))
     if months is not None:
-        lines.append(f"months: {months}")
+        lines.append(f"{label}: {months}" if label else months)
         lines.extend(f"  {close}" for close in view.closes)
     lines.append("")
     columns = [view.top(c) for c in categories]
@@ -232,19 +240,28 @@ async def demo(
             system=system,  # a RATING_SYSTEM value, checked by the model
             partitions=PARTITIONS,
         )
-        await create_topics(
-            broker.bootstrap,
-            {settings.topic_games: PARTITIONS, settings.topic_ratings: PARTITIONS, settings.topic_dead_letters: 1},
-        )
+        topics = {settings.topic_games: PARTITIONS, settings.topic_ratings: PARTITIONS, settings.topic_dead_letters: 1}
+        by_records = settings.spec().ends_by_record
+        if by_records:
+            topics[settings.topic_tournaments] = 1  # read in order by one follower
+        await create_topics(broker.bootstrap, topics)
         rules = settings.rules()
         tty = sys.stdout.isatty()
         view = View()
         closer: demo_months.MonthCloser | None = None
+        follower: demo_tournaments.TournamentCloser | None = None
         sim: ArenaSimulation
-        if settings.spec().periodic:
+        plan: str | None = None
+        if by_records:
+            tournaments = demo_tournaments.DemoTournaments(players, int(time.time()))
+            follower = demo_tournaments.TournamentCloser(settings, lambda line: _said(view, line, tty))
+            plan = follower.plan(tournaments, rate)
+            sim = tournaments
+        elif settings.spec().periodic:
             fast = demo_months.fast_months(players, int(time.time()), rate, month_seconds, datetime.now(UTC))
             closer = demo_months.MonthCloser(settings, fast, lambda line: _said(view, line, tty))
             await closer.init()  # before the seeding: refused once a rating has state
+            plan = f"months: {closer.plan(month_seconds, rate)}"
             sim = fast
         else:
             sim = traffic(settings.spec())(players, seed=int(time.time()))
@@ -262,19 +279,23 @@ async def demo(
             f"its settings, for `rating-worker check` or any command in another shell: {shell_settings(env)}"
         )
         header = f"rating {first}\n{settings_line}"
-        if closer is not None:
-            header += f"\nmonths: {closer.plan(month_seconds, rate)}"
+        if plan is not None:
+            header += f"\n{plan}"
         # Whatever the output: the terminal's view repeats it, a pipe gets it once.
         if not tty:
             print(f"{first}\ndemo: {settings_line}", flush=True)
-            if closer is not None:
-                print(f"demo: {closer.plan(month_seconds, rate)}", flush=True)
+            if plan is not None:
+                print(f"demo: {plan.removeprefix('months: ')}", flush=True)
         producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=5)
         await producer.start()
-        tasks = [
-            asyncio.create_task(_feed(producer, settings.topic_games, sim, rate, view)),
-            asyncio.create_task(_watch(broker.bootstrap, settings, view)),
-        ]
+        feed: TournamentFeed | None = None
+        if follower is not None:
+            topic = settings.topic_tournaments
+            feed = TournamentFeed(producer, settings.topic_games, topic, lambda f: _sent(view, f), follower.published)
+            tasks = [asyncio.create_task(feed.run(_stream(sim), rate)), asyncio.create_task(follower.run())]
+        else:
+            tasks = [asyncio.create_task(_feed(producer, settings.topic_games, sim, rate, view))]
+        tasks.append(asyncio.create_task(_watch(broker.bootstrap, settings, view)))
         if closer is not None:
             tasks.append(asyncio.create_task(closer.run()))
         stop = asyncio.Event()
@@ -294,10 +315,16 @@ async def demo(
                 rate_in, rate_out = (produced - last_in) / elapsed, (view.events - last_out) / elapsed
                 last_in, last_out, last_t = produced, view.events, now
                 joined = committed or view.events > 0
-                months = None if closer is None else closer.status()
-                print(_render(view, lag, joined, rate_in, rate_out, header, tty, rules.categories, months), flush=True)
+                months: str | None = None
+                label = "months"
+                if feed is not None and follower is not None:
+                    months, label = follower.status(feed.running(), feed.ended), ""
+                elif closer is not None:
+                    months = closer.status()
+                shown = _render(view, lag, joined, rate_in, rate_out, header, tty, rules.categories, months, label)
+                print(shown, flush=True)
                 failed = [t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None]
-                if failed:  # the stream, the view or the closes: nothing more would happen
+                if failed:  # the stream, the view, the closes or the follower: nothing more would happen
                     keep = True
                     print(f"demo: failed: {failed[0].exception()!r}; the worker logs are in {tmp}", file=sys.stderr)
                     return 1
