@@ -155,9 +155,10 @@ OFFSETS_MISSING = Counter(
 )
 BUILD = Info("rating_build", "Version of the worker")
 
-# A per-period system's closes (fide's months): registered only in the workers of such a system
-# (`prepare`, `show_periods`), so that no other deployment has their series. `rating-worker
-# close-period` runs as a one-shot pod that no Prometheus scrapes: it records its outcome in Redis,
+# A per-period system's closes (fide's months, tornelo's tournaments): registered only in the workers
+# of such a system (`prepare`, `show_periods`), so that no other deployment has their series. `rating-worker
+# close-period` runs as a one-shot pod that no Prometheus scrapes (tornelo's follower, which is
+# scraped, records its closes the same way, for the same metrics): it records its outcome in Redis,
 # and every worker exports that record, with the calendar and the close in progress, read every few
 # seconds (`worker.service.period_closes`): every pod shows the same values, a scrape never waits
 # on Redis. Those read from Redis are registered at the first read, with the values read, so that
@@ -181,13 +182,14 @@ PERIOD_CLOSES = Counter(
 PERIOD_LATEST_CLOSED = Gauge(
     "rating_period_latest_closed",
     "The latest closed period as a number that grows with each mark (fide: the month L as months since "
-    "0000-01, year x 12 + month - 1); -1 while none is closed",
+    "0000-01, year x 12 + month - 1; tornelo: how many tournaments have ended); -1 while none is closed",
     registry=None,
 )
 PERIOD_DUE_OPEN = Gauge(
     "rating_period_due_open",
     "1 while the latest period due by the clock (its end plus RATING_PERIOD_GRACE_SECONDS passed; fide: last "
-    "month, from an hour into this one) is not marked closed; 0 once it is",
+    "month, from an hour into this one) is not marked closed; 0 once it is (always 0 for tornelo, whose "
+    "tournaments end by their end records, not by the clock)",
     registry=None,
 )
 PERIOD_CLOSE_IN_PROGRESS = Gauge(
@@ -269,8 +271,9 @@ FROM_STORE: tuple[MetricWrapperBase, ...] = (
     PERIOD_CLOSE_SECONDS,
     PERIOD_DRAIN_SECONDS,
     PERIOD_RATINGS_CLOSED,
+    PERIOD_OLDEST_OPEN,
 )
-PERIODIC: tuple[MetricWrapperBase, ...] = (PERIOD_LATE_GAMES, *FROM_STORE)
+PERIODIC: tuple[MetricWrapperBase, ...] = (PERIOD_LATE_GAMES, *FROM_STORE, PERIOD_OPEN_ALERT)
 _shown: set[MetricWrapperBase] = set()  # those of PERIODIC registered in the default registry
 
 # Every label of every metric above with its values, but those given to `label_values` (a dead

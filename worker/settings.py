@@ -246,6 +246,16 @@ class WorkerSettings(RulesSettings):
             "started (the drain) before it gives up with status 1, having marked nothing new.",
         ),
     ] = 600.0
+    tournament_open_alert_seconds: Annotated[
+        int,
+        Field(
+            gt=0,
+            description="`tornelo`: a tournament still open past this is alerted on: an end the platform never "
+            "published. The workers export it (`rating_period_open_alert_seconds`) beside the age of the oldest "
+            "open tournament (`rating_period_oldest_open_seconds`), and `RatingTournamentOpenTooLong` compares "
+            "the two.",
+        ),
+    ] = 604800
 
     kafka_bootstrap_servers: Annotated[
         str, Field(description="Kafka brokers, `host:port,...` (port 9092 where it is left out).")

@@ -11,7 +11,9 @@ resources are validated against the Kubernetes schemas (kubernetes-validate), th
 structural check, the ScaledObject must read the lag of the worker's own brokers, group and topic
 (as the rendered ConfigMap gives them) with the worker's credentials, and every PromQL expression
 (alerts and dashboard) must parse and name only metrics the worker exports. The overlay of a
-per-period system (fide's, and only it) runs `close-period --due` hourly, as the command Jobs run.
+per-period system whose periods end by the clock (fide's, and only it) runs `close-period --due`
+hourly, as the command Jobs run; that of one whose periods end by a record (tornelo's, and only
+it) runs one close follower, `close-period --follow`, as the workers run, scraped as they are.
 """
 
 import json
@@ -58,6 +60,7 @@ BESIDE = {
     "overlays/production-uscf-cc": "overlays/production",
     "overlays/production-glicko2": "overlays/production",
     "overlays/production-fide": "overlays/production",
+    "overlays/production-tornelo": "overlays/production",
 }
 # The settings each system's component sets, and the base leaves to them.
 SYSTEM_SETTINGS = (
@@ -68,9 +71,12 @@ SYSTEM_SETTINGS = (
     "RATING_KAFKA_GROUP_ID",
     "RATING_REDIS_KEY_PREFIX",
 )
-# A system's own parameters: set by that system's component only, where it has one (tornelo's
-# comes with the service's closes; until then no overlay runs tornelo, and none sets them).
+# A system's own parameters: set by that system's component only (tornelo's, at their defaults).
 OWN_PARAMETERS = {"tornelo": ("RATING_TORNELO_K", "RATING_TORNELO_BONUS_FACTOR")}
+# The close follower (`close-period --follow`) of a system whose periods end by a record (tornelo):
+# its Deployment, NetworkPolicy and PodMonitor, by their names without the overlay's suffix.
+FOLLOWER = "rating-worker-close-follower"
+FOLLOWER_COMMAND = ["rating-worker", "close-period", "--follow"]
 
 
 @pytest.fixture(scope="module", params=TARGETS)
@@ -83,6 +89,13 @@ def by_kind(objects: list[dict[str, Any]], kind: str, name: str | None = None) -
     return obj
 
 
+def workers(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    """The workers' object of `kind` (their Deployment, NetworkPolicy, PodMonitor), not the close
+    follower's of an overlay that has one (`FOLLOWER`)."""
+    (obj,) = [o for o in objects if o["kind"] == kind and not o["metadata"]["name"].startswith(FOLLOWER)]
+    return obj
+
+
 def worker_config_name(objects: list[dict[str, Any]]) -> str:
     """The name of the ConfigMap the worker reads its settings from (its envFrom)."""
     (source,) = worker_container(objects)["envFrom"]
@@ -92,7 +105,7 @@ def worker_config_name(objects: list[dict[str, Any]]) -> str:
 
 def suffix(objects: list[dict[str, Any]]) -> str:
     """What the overlay adds to every object's name: "" for the arena's, `-uscf-cc` for uscf-cc's."""
-    name: str = by_kind(objects, "Deployment")["metadata"]["name"]
+    name: str = workers(objects, "Deployment")["metadata"]["name"]
     return name.removeprefix("rating-worker")
 
 
@@ -107,7 +120,7 @@ def worker_config(objects: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def worker_container(objects: list[dict[str, Any]]) -> dict[str, Any]:
-    containers: list[dict[str, Any]] = by_kind(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    containers: list[dict[str, Any]] = workers(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
     (container,) = containers
     return container
 
@@ -122,7 +135,7 @@ def test_core_resources_validate_against_the_kubernetes_schemas(rendered: list[d
 
 
 def test_the_deployment_is_wired_to_the_health_endpoints_and_drains_in_time(rendered: list[dict[str, Any]]) -> None:
-    deployment = by_kind(rendered, "Deployment")
+    deployment = workers(rendered, "Deployment")
     pod = deployment["spec"]["template"]["spec"]
     container = worker_container(rendered)
     assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
@@ -176,13 +189,13 @@ def test_a_change_of_setting_renames_the_configmap_so_the_pods_roll(tmp_path: Pa
 
 
 def test_keda_alone_sets_the_number_of_replicas(rendered: list[dict[str, Any]]) -> None:
-    deployment = by_kind(rendered, "Deployment")
+    deployment = workers(rendered, "Deployment")
     assert by_kind(rendered, "ScaledObject")["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
     assert "replicas" not in deployment["spec"]  # every apply would reset it and force a rebalance
 
 
 def test_the_pods_spread_over_zones_and_nodes(rendered: list[dict[str, Any]]) -> None:
-    template = by_kind(rendered, "Deployment")["spec"]["template"]
+    template = workers(rendered, "Deployment")["spec"]["template"]
     spread = template["spec"]["topologySpreadConstraints"]
     assert {c["topologyKey"] for c in spread} == {"topology.kubernetes.io/zone", "kubernetes.io/hostname"}
     for constraint in spread:
@@ -190,8 +203,8 @@ def test_the_pods_spread_over_zones_and_nodes(rendered: list[dict[str, Any]]) ->
 
 
 def test_the_network_policy_lets_through_what_the_worker_uses_only(rendered: list[dict[str, Any]]) -> None:
-    policy = by_kind(rendered, "NetworkPolicy")
-    template = by_kind(rendered, "Deployment")["spec"]["template"]
+    policy = workers(rendered, "NetworkPolicy")
+    template = workers(rendered, "Deployment")["spec"]["template"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= template["metadata"]["labels"].items()
     assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
     (ingress,) = policy["spec"]["ingress"]
@@ -205,14 +218,14 @@ def test_the_network_policy_lets_through_what_the_worker_uses_only(rendered: lis
 
 
 def test_an_overlay_with_a_namespace_creates_it_under_pod_security_restricted(rendered: list[dict[str, Any]]) -> None:
-    deployment = by_kind(rendered, "Deployment")
+    deployment = workers(rendered, "Deployment")
     namespace = deployment["metadata"].get("namespace")
     assert namespace is not None
     if not ships_shared(rendered):  # deployed beside the arena's overlay, in its namespace
         assert not [o for o in rendered if o["kind"] == "Namespace"]
         (beside,) = {BESIDE[t] for t in BESIDE if suffix(render(K8S / t)) == suffix(rendered)}
         rendered = render(K8S / beside)
-        assert by_kind(rendered, "Deployment")["metadata"]["namespace"] == namespace
+        assert workers(rendered, "Deployment")["metadata"]["namespace"] == namespace
     labels = by_kind(rendered, "Namespace", namespace)["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
     # What "restricted" asks of every container, the init container included.
@@ -225,7 +238,7 @@ def test_an_overlay_with_a_namespace_creates_it_under_pod_security_restricted(re
 
 
 def test_crds_have_the_fields_their_operators_need(rendered: list[dict[str, Any]]) -> None:
-    deployment = by_kind(rendered, "Deployment")
+    deployment = workers(rendered, "Deployment")
     labels = deployment["spec"]["template"]["metadata"]["labels"]
     scaled = by_kind(rendered, "ScaledObject")
     assert scaled["apiVersion"] == "keda.sh/v1alpha1"
@@ -233,7 +246,7 @@ def test_crds_have_the_fields_their_operators_need(rendered: list[dict[str, Any]
     assert 1 <= scaled["spec"]["minReplicaCount"] <= scaled["spec"]["maxReplicaCount"]
     behavior = scaled["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert behavior["scaleDown"]["stabilizationWindowSeconds"] >= 60
-    monitor = by_kind(rendered, "PodMonitor")
+    monitor = workers(rendered, "PodMonitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
     assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
@@ -254,7 +267,7 @@ def test_crds_have_the_fields_their_operators_need(rendered: list[dict[str, Any]
 
 
 def test_the_preflight_runs_check_as_the_worker_would_run(rendered: list[dict[str, Any]]) -> None:
-    pod = by_kind(rendered, "Deployment")["spec"]["template"]["spec"]
+    pod = workers(rendered, "Deployment")["spec"]["template"]["spec"]
     (preflight,) = pod["initContainers"]
     worker = worker_container(rendered)
     assert preflight["command"] == ["rating-worker", "check"]
@@ -293,7 +306,7 @@ def check_runs_as_the_worker(
     """`job` runs `command` with the worker's image, settings, secrets and restrictions, in its
     namespace, in pods that do not pass for workers."""
     worker = worker_container(rendered)
-    deployment = by_kind(rendered, "Deployment")
+    deployment = workers(rendered, "Deployment")
     assert job["metadata"].get("namespace") == deployment["metadata"].get("namespace"), name
     pod = job["spec"]["jobTemplate"]["spec"]["template"]
     assert not deployment["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items(), (
@@ -326,22 +339,24 @@ def test_every_command_job_is_a_suspended_template_run_as_the_worker_runs(render
 
 def test_a_per_period_systems_overlay_closes_what_is_due_hourly(rendered: list[dict[str, Any]]) -> None:
     """fide's overlay runs `close-period --due` every hour, one run at a time, with fide's
-    settings, each run (and its one retry) outlasting the drain it may wait; no other has it."""
+    settings, each run (and its one retry) outlasting the drain it may wait; no other has it (a
+    system whose periods end by a record, tornelo, has a close follower instead: below)."""
     config = worker_config(rendered)
     job = command_jobs(rendered).get(CLOSE_PERIOD[0])
-    if not BY_NAME[config["RATING_SYSTEM"]].periodic:
+    spec = BY_NAME[config["RATING_SYSTEM"]]
+    if not spec.periodic or spec.ends_by_record:
         assert job is None
         return
     assert job is not None, f"{config['RATING_SYSTEM']}'s overlay has no {CLOSE_PERIOD[0]}"
     assert job["metadata"]["name"] == f"{CLOSE_PERIOD[0]}-{config['RATING_SYSTEM']}"  # the overlay's suffix
     check_runs_as_the_worker(rendered, CLOSE_PERIOD[0], job, CLOSE_PERIOD[1])
-    spec = job["spec"]
-    assert spec.get("suspend", False) is False
-    assert re.fullmatch(r"[1-5]?[0-9] \* \* \* \*", spec["schedule"]), spec["schedule"]  # once an hour
-    assert spec["timeZone"] == "Etc/UTC"  # the months' ends are UTC's
-    assert spec["concurrencyPolicy"] == "Forbid"
-    assert 0 < spec["startingDeadlineSeconds"] < 3600  # a run missed by more is the next hour's
-    run = spec["jobTemplate"]["spec"]
+    schedule = job["spec"]
+    assert schedule.get("suspend", False) is False
+    assert re.fullmatch(r"[1-5]?[0-9] \* \* \* \*", schedule["schedule"]), schedule["schedule"]  # once an hour
+    assert schedule["timeZone"] == "Etc/UTC"  # the months' ends are UTC's
+    assert schedule["concurrencyPolicy"] == "Forbid"
+    assert 0 < schedule["startingDeadlineSeconds"] < 3600  # a run missed by more is the next hour's
+    run = schedule["jobTemplate"]["spec"]
     drain = float(config["RATING_CLOSE_DRAIN_TIMEOUT_SECONDS"])
     assert (run["backoffLimit"] + 1) * drain < run["activeDeadlineSeconds"] < 3600, run
     # Its settings are the deployment's own (fide's names, the worker's ConfigMap).
@@ -353,6 +368,98 @@ def test_only_the_fide_overlay_closes_periods() -> None:
     closing = [t for t in TARGETS if CLOSE_PERIOD[0] in command_jobs(render(K8S / t))]
     assert closing == ["overlays/production-fide"]
     assert worker_config(render(K8S / closing[0]))["RATING_SYSTEM"] == "fide"
+
+
+def follower_objects(rendered: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The close follower's objects by kind (one of each at most)."""
+    found = [o for o in rendered if o["metadata"]["name"].startswith(FOLLOWER)]
+    assert len({o["kind"] for o in found}) == len(found), [o["metadata"]["name"] for o in found]
+    return {o["kind"]: o for o in found}
+
+
+def test_a_system_whose_periods_end_by_a_record_runs_one_close_follower(rendered: list[dict[str, Any]]) -> None:
+    """tornelo's overlay runs `close-period --follow` as a Deployment of one replica replaced by
+    Recreate (a rollout never runs two at once), as the workers run (their image, settings,
+    secrets, restrictions, metrics port and probes), in pods of its own that no selector of the
+    workers' takes for theirs, with a NetworkPolicy and a PodMonitor of its own; no other overlay
+    has one."""
+    config = worker_config(rendered)
+    spec = BY_NAME[config["RATING_SYSTEM"]]
+    mine = follower_objects(rendered)
+    if not spec.ends_by_record:
+        assert mine == {}
+        return
+    assert set(mine) == {"Deployment", "NetworkPolicy", "PodMonitor"}
+    for obj in mine.values():
+        assert obj["metadata"]["name"] == f"{FOLLOWER}{suffix(rendered)}"  # the overlay's suffix
+    deployment, theirs = mine["Deployment"], workers(rendered, "Deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    pod, worker_pod = deployment["spec"]["template"], theirs["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    assert container["command"] == FOLLOWER_COMMAND and "args" not in container
+    worker = worker_container(rendered)
+    for field in (
+        "image",
+        "imagePullPolicy",
+        "envFrom",
+        "env",
+        "securityContext",
+        "volumeMounts",
+        "ports",
+        "readinessProbe",
+        "livenessProbe",
+    ):
+        assert container[field] == worker[field], field
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
+    assert container["ports"][0]["containerPort"] == int(config["RATING_METRICS_PORT"])
+    for field in ("serviceAccountName", "automountServiceAccountToken", "securityContext", "volumes"):
+        assert pod["spec"][field] == worker_pod["spec"][field], field
+    resources = container["resources"]
+    assert {"cpu", "memory"} <= set(resources["requests"]) and "memory" in resources["limits"]
+    # Its pods are its own: its selectors take them and no worker's; the workers' (and the arena's
+    # beside it) never take its.
+    labels = pod["metadata"]["labels"]
+    own = [
+        deployment["spec"]["selector"]["matchLabels"],
+        mine["NetworkPolicy"]["spec"]["podSelector"]["matchLabels"],
+        mine["PodMonitor"]["spec"]["selector"]["matchLabels"],
+    ]
+    (beside,) = {BESIDE[t] for t in BESIDE if suffix(render(K8S / t)) == suffix(rendered)}
+    for selector in own:
+        assert selector.items() <= labels.items()
+        assert not selected(selector, rendered) and not selected(selector, render(K8S / beside))
+    for selector in selectors_of(rendered) + selectors_of(render(K8S / beside)):
+        assert not selector.items() <= labels.items(), selector
+    # Let through what the workers' policy lets through; scraped as they are, with the label
+    # Prometheus selects by.
+    policy = {k: v for k, v in mine["NetworkPolicy"]["spec"].items() if k != "podSelector"}
+    assert policy == {k: v for k, v in workers(rendered, "NetworkPolicy")["spec"].items() if k != "podSelector"}
+    monitor, worker_monitor = mine["PodMonitor"], workers(rendered, "PodMonitor")
+    assert monitor["spec"]["podMetricsEndpoints"] == worker_monitor["spec"]["podMetricsEndpoints"]
+    assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == container["ports"][0]["name"]
+    assert monitor["metadata"]["labels"]["release"] == worker_monitor["metadata"]["labels"]["release"]
+    namespaces = {o["metadata"]["namespace"] for o in mine.values()}
+    assert namespaces == {theirs["metadata"]["namespace"]}
+    # What it reads: the platform's tournament topic, with the group the system reserves for it.
+    assert config["RATING_TOPIC_TOURNAMENTS"] == WorkerSettings.model_fields["topic_tournaments"].default
+    (group,) = [r.value for r in spec.reserved if r.field == "kafka_group_id"]
+    assert group == f"{config['RATING_KAFKA_GROUP_ID']}-close"
+
+
+def test_only_the_tornelo_overlay_runs_a_close_follower() -> None:
+    following = [t for t in TARGETS if "Deployment" in follower_objects(render(K8S / t))]
+    assert following == ["overlays/production-tornelo"]
+    assert worker_config(render(K8S / following[0]))["RATING_SYSTEM"] == "tornelo"
+
+
+def test_tornelos_overlay_sets_its_parameters_at_their_defaults() -> None:
+    """Recorded on its live prefix by the first command that writes there: set explicitly, not
+    left to the worker's defaults, so that every command of the deployment runs with the same."""
+    config = worker_config(render(K8S / "overlays/production-tornelo"))
+    for name in OWN_PARAMETERS["tornelo"]:
+        assert config[name] == WorkerSettings.model_fields[name.removeprefix("RATING_").lower()].default, name
 
 
 def test_the_monitoring_objects_carry_the_label_prometheus_selects(rendered: list[dict[str, Any]]) -> None:
@@ -374,7 +481,7 @@ def test_the_components_for_a_cluster_without_keda_or_the_operator(overlay: str,
     )
     objects = render(mine)
     assert [o["kind"] for o in objects if "keda.sh" in o["apiVersion"] or "coreos.com" in o["apiVersion"]] == []
-    deployment = by_kind(objects, "Deployment")
+    deployment = workers(objects, "Deployment")
     assert 1 <= deployment["spec"]["replicas"] <= int(worker_config(objects)["RATING_PARTITIONS"])
 
 
@@ -450,19 +557,19 @@ def test_every_component_is_rendered_through_an_overlay() -> None:
 
 def selected(selector: dict[str, str], objects: list[dict[str, Any]]) -> bool:
     """Whether a selector (matchLabels) selects the pods of the worker's Deployment in `objects`."""
-    labels: dict[str, str] = by_kind(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    labels: dict[str, str] = workers(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
     return selector.items() <= labels.items()
 
 
 def selectors_of(objects: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Every selector of the worker's pods: the Deployment's, its spread constraints', the PDB's,
     the NetworkPolicy's, the PodMonitor's."""
-    pod = by_kind(objects, "Deployment")["spec"]
+    pod = workers(objects, "Deployment")["spec"]
     found = [pod["selector"]["matchLabels"]]
     found += [c["labelSelector"]["matchLabels"] for c in pod["template"]["spec"]["topologySpreadConstraints"]]
     found.append(by_kind(objects, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"])
-    found.append(by_kind(objects, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"])
-    found.append(by_kind(objects, "PodMonitor")["spec"]["selector"]["matchLabels"])
+    found.append(workers(objects, "NetworkPolicy")["spec"]["podSelector"]["matchLabels"])
+    found.append(workers(objects, "PodMonitor")["spec"]["selector"]["matchLabels"])
     return found
 
 
@@ -490,7 +597,7 @@ def test_the_systems_deploy_side_by_side_sharing_no_name(overlay: str, beside: s
         assert name.endswith(f"-{configs[1]['RATING_SYSTEM']}"), (obj["kind"], name)
     # Both in one namespace, and the same cluster settings (the one overlay is on the other).
     assert (
-        by_kind(ours, "Deployment")["metadata"]["namespace"] == by_kind(theirs, "Deployment")["metadata"]["namespace"]
+        workers(ours, "Deployment")["metadata"]["namespace"] == workers(theirs, "Deployment")["metadata"]["namespace"]
     )
     assert configs[0]["RATING_KAFKA_BOOTSTRAP_SERVERS"] == configs[1]["RATING_KAFKA_BOOTSTRAP_SERVERS"]
 
@@ -589,9 +696,11 @@ def test_the_dashboard_is_scoped_by_namespace_job_and_pod() -> None:
 
 def exported_metric_names() -> set[str]:
     """Every series name the registry knows, histogram and counter suffixes included; and those of
-    a per-period system's workers, registered in them only (`worker.metrics.PERIODIC`)."""
+    a per-period system's workers and of tornelo's close follower, registered in them only
+    (`worker.metrics.PERIODIC`, `worker.metrics.FOLLOWER`)."""
     names = {name for names in REGISTRY._collector_to_names.values() for name in names}
-    described = [d for metric in worker.metrics.PERIODIC for d in metric.describe()]
+    own = (*worker.metrics.PERIODIC, *worker.metrics.FOLLOWER)
+    described = [d for metric in own for d in metric.describe()]
     return names | {d.name + ("_total" if d.type == "counter" else "") for d in described}
 
 

@@ -134,7 +134,7 @@ async def _follow(
             while True:
                 fetched = await retrying(KAFKA_READ, lambda: consumer.getmany(timeout_ms=FETCH_MS))
                 records = sorted((r for rs in fetched.values() for r in rs), key=lambda r: (r.partition, r.offset))
-                await _lag(consumer, len(records))
+                await _lag(consumer)
                 if not records:
                     continue
                 metrics.CLOSE_ENDS_READ.inc(len(records))
@@ -142,7 +142,6 @@ async def _follow(
                 if ends:
                     await _close_ends(settings, pipeline, store, ends, say, closed)
                 await _commit(consumer, records)
-                await _lag(consumer, 0)
         finally:
             if watching is not None:
                 watching.cancel()
@@ -195,11 +194,11 @@ async def _commit(consumer: AIOKafkaConsumer, records: list[ConsumerRecord[Any, 
         )
 
 
-async def _lag(consumer: AIOKafkaConsumer, in_flight: int) -> None:
-    """`rating_close_ends_lag_records`: end records not done yet: those read and being closed
-    (`in_flight`), and those on the topic past the follower's position as its last fetch saw the
-    topic's end (it holds while a close runs: no fetch is made meanwhile)."""
-    lag = in_flight
+async def _lag(consumer: AIOKafkaConsumer) -> None:
+    """`rating_close_ends_lag_records`: end records on the topic past the follower's position, as
+    its last fetch saw the topic's end (not read yet; those being closed are the drain's and the
+    close's metrics). It holds while a drain or a close runs: no fetch is made meanwhile."""
+    lag = 0
     for tp in consumer.assignment():
         highwater = consumer.highwater(tp)
         if highwater is not None:

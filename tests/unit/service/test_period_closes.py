@@ -15,10 +15,13 @@ from worker.stream.retry import OPERATIONS
 from worker.systems.arena.rules import ArenaRules
 from worker.systems.fide.codec import FIDE_CALENDAR
 from worker.systems.fide.rules import FideRules
+from worker.systems.tornelo.codec import TORNELO_CALENDAR
+from worker.systems.tornelo.rules import TorneloRules
 
 # An hour into December (RATING_PERIOD_GRACE_SECONDS's default): November is not due yet, October is.
 NOW = int(datetime(2026, 12, 1, 0, 30, tzinfo=UTC).timestamp())
 GRACE = 3600
+OPEN_ALERT = 604800  # RATING_TOURNAMENT_OPEN_ALERT_SECONDS's default: 7 days
 
 
 def value(name: str, **labels: str) -> float | None:
@@ -27,6 +30,13 @@ def value(name: str, **labels: str) -> float | None:
 
 def seen(calendar: bytes, closes: dict[str, float] | None = None, closing: str | None = None, left: int = 0) -> Seen:
     return Seen(closes or {}, calendar, closing, left, None if closing else 1_790_000_000.0)
+
+
+def ended(marks: int, opened: dict[str, float] | None = None, closing: str | None = None, left: int = 0) -> Seen:
+    """A read of tornelo's store: `marks` tournaments marked ended (the one value kept beside the
+    marks, the latest's id, is not what the export reads), the open ones' first recordings."""
+    latest = f"t{marks}".encode() if marks else b""
+    return Seen({}, latest, closing, left, None, marks, opened or {})
 
 
 @pytest.fixture
@@ -84,3 +94,58 @@ def test_the_runs_counted_in_redis_are_counters_made_at_the_stores_count(fide: E
     assert value("rating_period_closes_total", outcome="failed") == 1
     fide.show(seen(b"2026-10", {"closed": 1.0}), NOW)
     assert value("rating_period_closes_total", outcome="closed") == 1
+
+
+@pytest.fixture
+def tornelo() -> Iterator[Export]:
+    """A tornelo worker's metrics, its export as `watch_for` makes it (with the open tournaments'
+    alert threshold); the arena's again afterwards."""
+    metrics.prepare(TorneloRules(), ErrorKind, OPERATIONS, periodic=True)
+    try:
+        yield Export(TorneloRules(), TORNELO_CALENDAR, GRACE, OPEN_ALERT)
+    finally:
+        metrics.prepare(ArenaRules(), ErrorKind, OPERATIONS)
+
+
+def test_tornelos_calendar_is_read_by_its_count_of_marks_never_decoded(tornelo: Export) -> None:
+    """Its codec cannot decode the one value kept (`TypeError`): the export takes the count of
+    marks, which is the number of ended tournaments; no tournament is ever due by the clock."""
+    with pytest.raises(TypeError):
+        TORNELO_CALENDAR.decode(b"t3")
+    tornelo.show(ended(0), NOW)
+    assert value("rating_period_latest_closed") == -1  # none ended yet
+    assert value("rating_period_due_open") == 0
+    tornelo.show(ended(3, closing="t3", left=12), NOW)
+    assert value("rating_period_latest_closed") == 3
+    assert (value("rating_period_close_in_progress"), value("rating_period_close_ratings_left")) == (1, 12)
+    assert value("rating_period_due_open") == 0
+    tornelo.show(ended(4), NOW)
+    assert value("rating_period_latest_closed") == 4
+    assert value("rating_period_close_in_progress") == 0
+    served = generate_latest(metrics.exposed("tornelo")).decode()
+    assert 'rating_period_latest_closed{system="tornelo"} 4.0' in served
+
+
+def test_the_oldest_open_tournament_is_exported_by_its_age_beside_the_alert_threshold(tornelo: Export) -> None:
+    assert value("rating_period_open_alert_seconds") is None  # served from the first read, with the others
+    tornelo.show(ended(0), NOW)
+    assert value("rating_period_oldest_open_seconds") == 0  # none open
+    assert value("rating_period_open_alert_seconds") == OPEN_ALERT
+    tornelo.show(ended(2, {"t7": NOW - 600.0, "t8": NOW - 8 * 86400.0, "t9": NOW - 60.0}), NOW)
+    assert value("rating_period_oldest_open_seconds") == 8 * 86400  # past the threshold: the alert's case
+    tornelo.show(ended(3, {"t7": NOW - 600.0, "t9": NOW - 60.0}), NOW + 5)  # t8's end read
+    assert value("rating_period_oldest_open_seconds") == 605
+    tornelo.show(ended(3, {"t9": NOW + 10.0}), NOW)  # a first recording ahead of this pod's clock
+    assert value("rating_period_oldest_open_seconds") == 0
+    served = generate_latest(metrics.exposed("tornelo")).decode()
+    assert f'rating_period_open_alert_seconds{{system="tornelo"}} {float(OPEN_ALERT)}' in served
+
+
+def test_fides_workers_export_the_oldest_open_month_but_no_threshold(fide: Export) -> None:
+    """A fide month is open for weeks by design: its workers export its age, not the threshold
+    that the alert compares it with, so that the alert never selects a fide deployment."""
+    opened = {"2026-11": NOW - 20 * 86400.0, "2026-10": NOW - 50 * 86400.0}
+    fide.show(Seen({}, b"2026-09", None, 0, None, 0, opened), NOW)
+    assert value("rating_period_oldest_open_seconds") == 50 * 86400
+    assert value("rating_period_open_alert_seconds") is None
+    assert "rating_period_open_alert_seconds" not in generate_latest(metrics.exposed("fide")).decode()
