@@ -416,8 +416,13 @@ def cmd_close_period(args: argparse.Namespace) -> int:
             return _print_close_status(_one_shot(settings, lambda: closing.status(settings), read_only=True))
         if args.follow:
             from worker.operate import follow  # noqa: PLC0415
+            from worker.service.owner import PrefixOwned  # noqa: PLC0415
+            from worker.service.wiring import IdempotenceRefused  # noqa: PLC0415
 
-            return follow.serve(settings, say)
+            try:
+                return follow.serve(settings, say)
+            except (PrefixOwned, IdempotenceRefused) as e:  # found before it joined its group or wrote anything
+                raise UsageError(str(e)) from None
         if by_records:
             timeout = 600.0 if args.timeout is None else args.timeout
             _one_shot(settings, lambda: closing.operator_close(settings, args.period, not args.no_wait, timeout, say))

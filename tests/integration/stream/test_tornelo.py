@@ -305,3 +305,42 @@ async def test_an_operator_close_waits_for_the_follower_and_no_wait_does_not(sta
         assert v["finished_at"].endswith("Z")
     status = run(stack, "close-period", "--status")
     assert "ended: 3, in the order they were marked\n  T1\n  T2\n  T3\n" in status.stdout.decode()
+
+
+@pytest.mark.timeout(120)
+async def test_a_command_started_with_other_parameters_than_the_prefix_recorded_stops_at_start(stack: Stack) -> None:
+    """The first command that writes records tornelo's K and bonus factor; the worker, the
+    follower and an operator's close started with other values stop at start (status 2, one
+    line with both), writing nothing; the same values spelled otherwise are the same."""
+    await stack.create_topics(games=1, ratings=4)
+    await create_ends_topic(stack)
+    seed = seed_file(stack.tmp / "seed.csv", "A,blitz,2000,40,")
+    assert run(stack, "import", str(seed)).returncode == 0
+    r = stack.redis_client()
+    recorded = r.get(keys.parameters_key(PREFIX))
+    defaults = b'RATING_TORNELO_K={"rapid": [20, 10], "blitz": [20, 10], "bullet": [10, 5]}'
+    assert recorded == defaults + b" RATING_TORNELO_BONUS_FACTOR=1.00"
+    before = sorted(r.scan_iter(f"{PREFIX}*"))
+    other_k = '{"rapid": [30, 10], "blitz": [20, 10], "bullet": [10, 5]}'
+    for args, settings in (
+        (["run"], {"tornelo_k": other_k}),
+        (["close-period", "--follow"], {"tornelo_bonus_factor": "0.5"}),
+        (["close-period", "T1", "--no-wait"], {"tornelo_bonus_factor": "2"}),
+    ):
+        refused = run(stack, *args, timeout=60, **settings)
+        said = refused.stderr.decode(errors="replace")
+        assert refused.returncode == 2, (args, said)
+        line = said.strip().splitlines()[-1]
+        assert line.startswith("rating-worker: error: RATING_TORNELO_K="), line
+        assert "RATING_TORNELO_BONUS_FACTOR=1.00 were recorded" in line and "this command was started with" in line, (
+            line
+        )
+    assert sorted(r.scan_iter(f"{PREFIX}*")) == before
+    same = run(
+        stack,
+        "close-period",
+        "--status",
+        tornelo_bonus_factor="1",
+        tornelo_k='{"bullet":[10,5],"blitz":[20,10],"rapid":[20,10]}',
+    )
+    assert same.returncode == 0, same.stderr.decode(errors="replace")
