@@ -78,7 +78,7 @@ def run(stack: Stack, *args: str, timeout: float = 120, **settings: object) -> "
 def ended(stack: Stack) -> list[str]:
     """The tournaments marked ended, in the order of their marks."""
     places = stack.redis_client().hgetall(keys.marked_key(PREFIX))
-    return [_text(t) for t, _ in sorted(places.items(), key=lambda item: int(item[1]))]
+    return [text(t) for t, _ in sorted(places.items(), key=lambda item: int(item[1]))]
 
 
 def wait_closed(stack: Stack, tournament: str, timeout: float = 60, logs: Path | None = None) -> None:
@@ -101,12 +101,12 @@ def leftovers(stack: Stack) -> dict[str, Any]:
     gone = set(ended(stack))
     return {
         "outboxes": [k for k in r.scan_iter(f"{PREFIX}{keys.OUTBOX}*") if r.llen(k)],
-        "ended_indexes": sorted(t for t in map(_text, r.smembers(keys.indexed_key(PREFIX))) if t in gone),
+        "ended_indexes": sorted(t for t in map(text, r.smembers(keys.indexed_key(PREFIX))) if t in gone),
         "closing": r.hget(keys.periods_key(PREFIX), "closing"),
     }
 
 
-def _text(value: bytes | str) -> str:
+def text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 

@@ -29,12 +29,19 @@ from tests.support.tornelo_service import (
     seed_file,
     seeded,
     start_follower,
+    text,
     tornelo,
     wait_closed,
     wait_follower_committed,
 )
 from worker.embedded.stack import free_port
+from worker.rules.instants import instant
 from worker.store import keys
+from worker.systems.tornelo.codec import TORNELO_STATES
+from worker.systems.tornelo.events import read_tornelo
+from worker.systems.tornelo.rules import TorneloRules
+
+REBUILD = "rating-tornelo-rebuild:"
 
 pytestmark = pytest.mark.integration
 
@@ -68,6 +75,73 @@ async def test_one_worker_and_the_follower_publish_per_rating_what_rate_writes(s
     assert {"period_game", "period_rating", "provisional_rating", "imported"} <= kinds, kinds
     assert ended(stack) == list(dict.fromkeys(closes))
     assert leftovers(stack) == {"outboxes": [], "ended_indexes": [], "closing": None}
+
+    # rebuild: each ended tournament closed right after its last game (by finished_at, game_id), in
+    # the order of the marks, so a game that was late live is counted in its tournament; then
+    # switch-over gives every live rating the rebuilt state.
+    r = stack.redis_client()
+    rebuilt = run(stack, "rebuild", "--seed", str(seed))
+    assert rebuilt.returncode == 0, rebuilt.stderr.decode(errors="replace")
+
+    def ordered(line: bytes) -> tuple[tuple[int, str], str]:
+        game = json.loads(line)
+        return instant(game["finished_at"]), game["game_id"]
+
+    history = sorted((line for games, _ in segments(lines) for line in games), key=ordered)
+    marks = ended(stack)
+    last = {json.loads(line).get("tournament_id"): n for n, line in enumerate(history)}
+    file: list[bytes] = []
+    due = 0  # the next mark to close
+    for n, line in enumerate([b"", *history]):
+        if line:
+            file.append(line)
+        while due < len(marks) and last.get(marks[due], -1) <= n - 1:
+            file.append(close_line(marks[due]))
+            due += 1
+    expected_rebuild, letters = rate(stack.tmp, "tornelo", seed, file)
+    assert not letters
+    final = {key: read_tornelo(events[-1]).state for key, events in per_key(expected_rebuild).items()}
+    codec = TORNELO_STATES
+    rules = TorneloRules()
+    rebuilt_states = {
+        text(k).removeprefix(f"{REBUILD}{keys.STATE}"): codec.decode(r.get(k) or b"")
+        for k in r.scan_iter(f"{REBUILD}{keys.STATE}*")
+    }
+    assert {k: rules.numbered(v, 0) for k, v in rebuilt_states.items()} == {
+        k: rules.numbered(v, 0) for k, v in final.items()
+    }
+    live_before = {
+        text(k).removeprefix(f"{PREFIX}{keys.STATE}"): codec.decode(r.get(k) or b"")
+        for k in r.scan_iter(f"{PREFIX}{keys.STATE}*")
+    }
+    differing = [k for k, v in final.items() if rules.numbered(live_before.get(k, v), 0) != rules.numbered(v, 0)]
+    assert differing, "no late game: the rebuild and the live states are the same"
+    switched = run(stack, "switch-over")
+    assert switched.returncode == 0, switched.stderr.decode(errors="replace")
+    live_after = {
+        text(k).removeprefix(f"{PREFIX}{keys.STATE}"): codec.decode(r.get(k) or b"")
+        for k in r.scan_iter(f"{PREFIX}{keys.STATE}*")
+    }
+    assert {k: rules.numbered(v, 0) for k, v in live_after.items()} == {
+        k: rules.numbered(v, 0) for k, v in final.items()
+    }
+
+    # Redis lost everything of the deployment: restore gives back the states, the marks in the
+    # order of their records and each open tournament's index.
+    states = {k: r.get(k) for k in r.scan_iter(f"{PREFIX}{keys.STATE}*")}
+    indexed = r.smembers(keys.indexed_key(PREFIX))
+    indexes = {t: r.smembers(keys.index_key(PREFIX, text(t))) for t in indexed}
+    for worker in stack.workers:
+        worker.kill()
+        worker.wait(timeout=10)
+    r.delete(*r.scan_iter(f"{PREFIX}*"))
+    restored = run(stack, "restore")
+    assert restored.returncode == 0, restored.stderr.decode(errors="replace")
+    assert f"restore: {len(set(closes))} periods ended" in restored.stderr.decode()
+    assert {k: r.get(k) for k in r.scan_iter(f"{PREFIX}{keys.STATE}*")} == states
+    assert ended(stack) == list(dict.fromkeys(closes))
+    assert r.smembers(keys.indexed_key(PREFIX)) == indexed
+    assert {t: r.smembers(keys.index_key(PREFIX, text(t))) for t in indexed} == indexes
 
 
 @pytest.mark.parametrize("wiped", [False, True], ids=["as-left", "restored-after-a-wipe"])
