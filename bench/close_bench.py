@@ -46,6 +46,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import itertools
 import json
 import os
 import random
@@ -58,12 +59,12 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from recovery_bench import Result, report
 from redis.asyncio import Redis
 from replay_bench import run_rate, system_env, timed
@@ -83,7 +84,7 @@ from stream_bench import (
     table,
 )
 
-from worker.embedded.stack import TANSU_FETCH_WAIT_MS
+from worker.embedded.stack import TANSU_FETCH_WAIT_MS, create_topics
 from worker.engine.engine import Engine, Update
 from worker.replay.closes import close_period
 from worker.replay.memory_store import MemoryStore
@@ -92,6 +93,7 @@ from worker.replay.seed_file import read_seed_file
 from worker.rules.hundredths import Points
 from worker.settings import RulesSettings
 from worker.store import keys
+from worker.stream.publisher import Publisher
 from worker.systems.period_traffic import control_line, month_index, month_period, month_start
 
 FIDE = "fide"
@@ -130,9 +132,12 @@ def seed_csv(path: Path, players: int, rng: random.Random) -> Path:
     return path
 
 
-def game_line(game_id: str, white: str, black: str, at: datetime, rng: random.Random) -> bytes:
+def game_line(
+    game_id: str, white: str, black: str, at: datetime, rng: random.Random, tournament: str | None = None
+) -> bytes:
+    """A rated blitz game (of `tournament`, tornelo's, if given)."""
     result, termination, _ = rng.choices(RESULTS, weights=[r[2] for r in RESULTS])[0]
-    value = {
+    value: dict[str, object] = {
         "event_id": f"e-{game_id}",
         "game_id": game_id,
         "finished_at": at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -143,6 +148,8 @@ def game_line(game_id: str, white: str, black: str, at: datetime, rng: random.Ra
         "result": result,
         "termination": termination,
     }
+    if tournament is not None:
+        value["tournament_id"] = tournament
     return json.dumps(value, separators=(",", ":")).encode()
 
 
@@ -185,9 +192,9 @@ def live_games(players: int, month: str, rng: random.Random) -> Iterator[bytes]:
 # --- the service -----------------------------------------------------------------------------------
 
 
-def command(stack: Stack, *args: str, **settings: object) -> "subprocess.CompletedProcess[str]":
-    """A `rating-worker` command of fide against the stack, to its end."""
-    env = stack.env(system=FIDE, **TANSU_SETTINGS, **settings)
+def command(stack: Stack, *args: str, system: str = FIDE, **settings: object) -> "subprocess.CompletedProcess[str]":
+    """A `rating-worker` command of `system` (fide) against the stack, to its end."""
+    env = stack.env(system=system, **TANSU_SETTINGS, **settings)
     done = subprocess.run(
         [sys.executable, "-m", "worker", *args], env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False
     )
@@ -452,10 +459,11 @@ async def profile_close(workdir: Path, setup: Setup, spy: str) -> None:
 # --- the baseline: rate's close ----------------------------------------------------------------------
 
 
-def rate_close_child(games: Path, seed: Path, month: str, result: Path) -> None:
-    """`rate`'s steps in this process: the file replayed (`worker.replay.replay`, as `rate` does),
-    then the close of `month` timed alone (`worker.replay.closes.close_period`, the function a
-    close line calls), each close event written out as `rate` writes it."""
+def rate_close_child(games: Path, seed: Path, periods: Sequence[str], result: Path) -> None:
+    """`rate`'s steps in this process (RATING_SYSTEM: fide or tornelo): the file replayed
+    (`worker.replay.replay`, as `rate` does), then the closes of `periods`, one after another in
+    one event loop, timed alone (`worker.replay.closes.close_period`, the function a close line
+    calls; fide: one month), each close event written out as `rate` writes it."""
     settings = RulesSettings()
     engine = Engine(settings.spec(), Points(settings.training_rating))
     rows = read_seed_file(seed, settings.rules())
@@ -467,11 +475,19 @@ def rate_close_child(games: Path, seed: Path, month: str, result: Path) -> None:
             out.write(update.payload + b"\n")
             kinds[update.event.kind] += 1
 
-        ratings = len(backend.index.get(month, ()))
+        ratings = sum(len(backend.index.get(period, ())) for period in periods)
+
+        async def close_all() -> list[str]:
+            store = MemoryStore(backend)
+            marked: list[str] = []
+            for period in periods:
+                marked.extend(await close_period(engine, store, period, emit))
+            return marked
+
         before = gc.get_threshold()
         gc.set_threshold(COLLECT_AFTER, *before[1:])  # as `rate` runs (worker.replay.replay)
         started = time.perf_counter()
-        marked = asyncio.run(close_period(engine, MemoryStore(backend), month, emit))
+        marked = asyncio.run(close_all())
         seconds = time.perf_counter() - started
         gc.set_threshold(*before)
     summary = {"seconds": seconds, "ratings": ratings, "events": sum(kinds.values()), "marked": list(marked)}
@@ -480,16 +496,19 @@ def rate_close_child(games: Path, seed: Path, month: str, result: Path) -> None:
     result.write_text(json.dumps(summary), encoding="utf-8")
 
 
-def rate_run(workdir: Path, seed: Path, month: str, games: Path, closed: Path) -> Result:
-    """The baseline: `rate`'s close timed in a child; then `rate` with and without the close line."""
+def rate_run(
+    workdir: Path, seed: Path, periods: Sequence[str], games: Path, closed: Path, system: str = FIDE
+) -> Result:
+    """The baseline: `rate`'s closes of `periods` (fide: the month) timed in a child; then `rate`
+    with and without the close lines."""
     result_path = workdir / "rate-close.json"
     child = [sys.executable, __file__, "--child", "rate-close", "--games", str(games), "--seed", str(seed)]
-    timed([*child, "--month", month, "--result", str(result_path)], system_env(FIDE))
+    timed([*child, "--periods", ",".join(periods), "--result", str(result_path)], system_env(system))
     found = json.loads(result_path.read_text(encoding="utf-8"))
-    with_close, _, _ = run_rate(FIDE, closed, seed)
-    without, _, _ = run_rate(FIDE, games, seed)
-    if found["marked"] != [month] or found["events"] != found["ratings"]:
-        raise SystemExit(f"rate's close of {month}: {found}")
+    with_close, _, _ = run_rate(system, closed, seed)
+    without, _, _ = run_rate(system, games, seed)
+    if found["marked"] != list(periods) or found["events"] != found["ratings"]:
+        raise SystemExit(f"rate's close of {', '.join(periods[:3])}...: {found}")
     print(f"  rate's close: {found['events']:,} close events, by kind {found['kinds']}", file=sys.stderr)
     return {
         "rate close s": found["seconds"],
@@ -554,16 +573,459 @@ async def sizes(workdir: Path, month: str, counts: Sequence[int] = (1, 1000)) ->
         finally:
             await client.aclose()
         records = await output_records(stack.bootstrap, 2 * len(pairs) * 2 + 2 * len(lines))
+    return size_rows("games in the month", records, pairs, counts, before, after)
+
+
+def size_rows(
+    first: str,
+    records: Sequence[bytes],
+    pairs: Sequence[tuple[str, str]],
+    counts: Sequence[int],
+    before: Sequence[int],
+    after: Sequence[int],
+) -> list[list[str]]:
+    """The sizes' table: per pair, white's state before and after the close, his last
+    `period_game` event and his close event (the last of each kind on the output topic)."""
     last: dict[tuple[str, str], int] = {}
     for value in records:
         event = json.loads(value)
         last[event["player_id"], "game" if event["kind"] == "period_game" else event["kind"]] = len(value)
-    rows = [["games in the month", "state in Redis", "last period_game event", "close event", "state after"]]
+    rows = [[first, "state in Redis", "last period_game event", "close event", "state after"]]
     for (w, _), n, state, closed in zip(pairs, counts, before, after, strict=True):
         close_kind = next(k for p, k in last if p == w and k not in ("game", "imported"))
         rows.append([f"{n:,}", f"{state} B", f"{last[w, 'game']} B", f"{last[w, close_kind]} B ({close_kind})"])
         rows[-1].append(f"{closed} B")
     return rows
+
+
+# --- Tornelo: tournaments ended one after another, closed by the follower ---------------------------------
+
+TORNELO = "tornelo"
+TORNELO_PREFIX = "rating-tornelo:"  # tornelo's default RATING_REDIS_KEY_PREFIX
+TORNELO_SEED_HEADER = "player_id,category,rating,rated_games,k_modifier"
+ENDS_TOPIC = "bench.tournaments"  # RATING_TOPIC_TOURNAMENTS, of one partition
+TORNELO_SETTINGS: dict[str, object] = {"topic_tournaments": ENDS_TOPIC}
+WARM_UP_TOURNAMENT = "warm-up"  # ended (no game) before the timed ends: the follower joined and idle
+LIVE_TOURNAMENT_GAMES = 50  # games of each open tournament of the live load
+POLL_SECONDS = 0.02  # between two looks at Redis for the closes finished
+K_MODIFIERS = ("", "", "", "", "", "", "", "0.50", "1.50", "2.00")  # mostly 1.00 (empty)
+
+
+def tournament_id(i: int) -> str:
+    return f"t{i:05d}"
+
+
+def tornelo_seed_csv(path: Path, players: int, rng: random.Random) -> Path:
+    """One blitz rating a player: a whole rating (about 1500), a tenth provisional (fewer than 20
+    games: rated by performance at the close), the others established, now and then a K modifier."""
+    rows = [TORNELO_SEED_HEADER]
+    for i in range(players):
+        rating = min(2700, max(100, round(rng.gauss(1500, 350))))
+        games = rng.randrange(0, 20) if rng.random() < 0.1 else rng.randrange(20, 400)
+        rows.append(f"{player_id(i)},blitz,{rating},{games},{rng.choice(K_MODIFIERS)}")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+def tournament_games(tournaments: Sequence[str], size: int, start: datetime, rng: random.Random) -> list[bytes]:
+    """One round of each tournament: its `size` players (the i-th tournament's are players
+    i * size to (i + 1) * size - 1, none in two) paired at random, one sitting out when they are
+    odd; every game at a random instant of 6 hours from `start`, in the order of their instants (the
+    tournaments side by side in the stream)."""
+    games: list[tuple[float, str, str, str]] = []
+    for i, tournament in enumerate(tournaments):
+        ids = [player_id(i * size + j) for j in range(size)]
+        rng.shuffle(ids)
+        games.extend((rng.uniform(0, 6 * 3600), ids[k], ids[k + 1], tournament) for k in range(0, size - 1, 2))
+    games.sort(key=lambda g: g[0])
+    return [
+        game_line(f"g{n:08d}", white, black, start + timedelta(seconds=at), rng, tournament)
+        for n, (at, white, black, tournament) in enumerate(games)
+    ]
+
+
+def live_tournament_games(players: int, start: datetime, rng: random.Random) -> Iterator[bytes]:
+    """Games of open tournaments without end (`l00000`, `l00001`, ..., LIVE_TOURNAMENT_GAMES each,
+    never ended), between players drawn at random, the clock a second apart."""
+    at, n = start, 0
+    while True:
+        white, black = rng.sample(range(players), 2)
+        tournament = f"l{n // LIVE_TOURNAMENT_GAMES:05d}"
+        yield game_line(f"live{n:08d}", player_id(white), player_id(black), at, rng, tournament)
+        n += 1
+        at += timedelta(seconds=1)
+
+
+def end_record(tournament: str) -> bytes:
+    """A tournament's end, as the platform publishes it."""
+    finished_at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    value = {"event_id": f"end-{tournament}", "tournament_id": tournament, "finished_at": finished_at}
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+class Ends:
+    """A producer of end records on the tournament topic, started beforehand (its start is not timed)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_batch_size=1 << 20)
+
+    async def __aenter__(self) -> "Ends":
+        await self.producer.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.producer.stop()
+
+    async def publish(self, tournaments: Sequence[str]) -> None:
+        """Their end records, in order, all at once (one batch), acknowledged by the broker."""
+        await Publisher(self.producer, ENDS_TOPIC, 60).send([(t.encode(), end_record(t)) for t in tournaments])
+
+
+def tornelo_command(stack: Stack, *args: str) -> "subprocess.CompletedProcess[str]":
+    return command(stack, *args, system=TORNELO, **TORNELO_SETTINGS)
+
+
+@contextlib.contextmanager
+def close_follower(stack: Stack, log: Path) -> Iterator["subprocess.Popen[bytes]"]:
+    """`close-period --follow` logging (JSON lines, at info) to `log`; stopped (SIGTERM) at the end."""
+    env = stack.env(system=TORNELO, **TANSU_SETTINGS, **TORNELO_SETTINGS) | {"RATING_LOG_LEVEL": "info"}
+    with log.open("ab") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "worker", "close-period", "--follow"],
+            env=env,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+async def wait_closed(client: Redis, marks: int, follower: "subprocess.Popen[bytes]", log: Path) -> float:
+    """Until `marks` tournaments are marked ended (`{prefix}marked`) and no close is in progress
+    (`{prefix}periods` without `closing`): the last one's close finished. When (time.time())."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        marked = int(await client.hlen(keys.marked_key(TORNELO_PREFIX)))
+        closing = await client.hget(keys.periods_key(TORNELO_PREFIX), "closing")
+        if marked >= marks and closing is None:
+            return time.time()
+        if follower.poll() is not None or time.monotonic() > deadline:
+            tail = log.read_text(errors="replace")[-3000:]
+            raise SystemExit(f"{marks} tournaments not closed ({marked} marked, closing {closing!r}): {tail}")
+        await asyncio.sleep(POLL_SECONDS)
+
+
+@dataclass
+class FollowerLog:
+    """What the follower's JSON log lines say, by tournament: when it marked it ended and when its
+    close finished (unix seconds, to the millisecond), the ratings it closed, those its chunks took
+    (closed by it, or by a worker first), and each drain: (when it ended, its seconds)."""
+
+    marked: dict[str, float] = field(default_factory=dict)
+    finished: dict[str, float] = field(default_factory=dict)
+    closed: Counter[str] = field(default_factory=Counter)
+    taken: Counter[str] = field(default_factory=Counter)
+    drains: list[tuple[float, float]] = field(default_factory=list)
+
+
+def follower_log(path: Path) -> FollowerLog:
+    found = FollowerLog()
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        logged = json.loads(line)
+        at = datetime.strptime(logged["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+        step, period = logged.get("step"), logged.get("period")
+        if step == "drain_end":
+            found.drains.append((at, float(logged["seconds"])))
+        elif step == "mark":
+            found.marked[period] = at
+        elif step == "finished":
+            found.finished[period] = at
+        elif step == "chunk":
+            found.taken[period] += int(logged["ratings"])
+        elif step == "done" and period is not None:
+            found.closed[period] += int(logged["ratings"])
+    return found
+
+
+@dataclass(frozen=True)
+class TorneloSetup:
+    """What every run closes: the players' seed, the tournaments ended all at once (`burst`) and
+    those ended one at a time after them (`spaced`), every game of theirs, the workers."""
+
+    seed: Path
+    players: int
+    burst: Sequence[str]
+    spaced: Sequence[str]
+    lines: Sequence[bytes]
+    workers: int
+    live_start: datetime
+
+
+async def tornelo_run(workdir: Path, setup: TorneloSetup, live_rate: float) -> Result:
+    """The tournaments' closes on a fresh stack: every game recorded, then the burst's ends
+    published at once and timed to the last close finished, then the spaced ends one at a time;
+    under a live load of open tournaments' games if `live_rate`."""
+    burst = setup.burst
+    with stack_in(workdir) as stack:
+        await stack.start(None, TORNELO)
+        await create_topics(stack.bootstrap, {ENDS_TOPIC: 1})
+        url = stack.redis.url
+        tornelo_command(stack, "import", str(setup.seed))
+        before = await used_memory(url)
+        await produce_backlog(stack.bootstrap, setup.lines)
+        stack.start_workers(setup.workers, system=TORNELO, **TANSU_SETTINGS, **TORNELO_SETTINGS)
+        seconds, records, _, _ = await measure_drain(stack, len(setup.lines), TIMEOUT)
+        recorded = await used_memory(url)
+        result: Result = {
+            "recording games/s": records / seconds if seconds > 0 else float("nan"),
+            "Redis B per recorded game": (recorded[0] - before[0]) / len(setup.lines),
+            "Redis keys per recorded game": (recorded[1] - before[1]) / len(setup.lines),
+        }
+        client = Redis.from_url(url)
+        log = workdir / f"follower-{time.monotonic_ns()}.log"
+        offered, stop = 0, False
+
+        def counted(games: Iterator[bytes]) -> Iterator[bytes]:
+            nonlocal offered
+            for line in games:
+                offered += 1
+                yield line
+
+        def tick(_: float) -> None:
+            if stop:
+                raise LoadStopped
+
+        try:
+            ratings = sum([int(await client.scard(keys.index_key(TORNELO_PREFIX, t))) for t in burst])
+            with close_follower(stack, log) as follower:
+                async with Ends(stack.bootstrap) as ends:
+                    await ends.publish([WARM_UP_TOURNAMENT])
+                    await wait_closed(client, 1, follower, log)
+                    live = counted(live_tournament_games(setup.players, setup.live_start, random.Random(11)))
+                    load = None
+                    if live_rate:
+                        load = asyncio.create_task(steady(stack.bootstrap, live, live_rate, TIMEOUT, tick))
+                        await asyncio.sleep(WARM_UP)
+                    pids = {"follower": follower.pid, "broker": _pid(stack.broker.process)}
+                    pids |= {f"worker {i}": p.pid for i, p in enumerate(stack.consumers)}
+                    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+                    redis_before, memory_before = await redis_cpu(url), await used_memory(url)
+                    offered_before, started = offered, time.time()
+                    await ends.publish(burst)
+                    await wait_closed(client, 1 + len(burst), follower, log)
+                    cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+                    redis_seconds, during = await redis_cpu(url) - redis_before, offered - offered_before
+                    memory_after = await used_memory(url)
+                    marked_bytes = int(await client.memory_usage(keys.marked_key(TORNELO_PREFIX)) or 0)
+                    sent: dict[str, float] = {}  # the spaced ends: when each was published
+                    acknowledged: list[float] = []  # and how long the broker took to acknowledge it
+                    for i, tournament in enumerate(setup.spaced):
+                        sent[tournament] = time.time()
+                        await ends.publish([tournament])
+                        acknowledged.append(time.time() - sent[tournament])
+                        await wait_closed(client, 2 + len(burst) + i, follower, log)
+                if load is not None:
+                    stop = True
+                    with contextlib.suppress(LoadStopped):
+                        await load
+                    async with Committed(stack.bootstrap) as committed:
+                        await committed.wait_for(len(setup.lines) + offered, TIMEOUT)
+            left = sum([int(await client.scard(keys.index_key(TORNELO_PREFIX, t))) for t in burst])
+        finally:
+            await client.aclose()
+    found = follower_log(log)
+    taken = sum(found.taken[t] for t in burst)
+    closed = sum(found.closed[t] for t in burst)
+    if left or taken != ratings or any(t not in found.finished for t in burst):
+        raise SystemExit(f"the closes left {left} ratings in the indexes, took {taken} of {ratings}")
+    end = max(found.finished[t] for t in burst)
+    elapsed = end - started
+    closes = [found.finished[t] - found.marked[t] for t in burst]
+    between = [found.marked[t] - found.finished[p] for p, t in itertools.pairwise(burst)]
+    drains = [s for at, s in found.drains if started <= at <= end]
+    spaced_drains = [s for at, s in found.drains if at > end]
+    result |= {
+        "ratings in the closes": float(ratings),
+        "ends to last close s": elapsed,
+        "tournaments/s": len(burst) / elapsed,
+        "ratings/s": ratings / elapsed,
+        "events/s": taken / elapsed,  # one close event a rating, whoever closed it
+        "closed by the workers": float(taken - closed),
+        "drains": float(len(drains)),
+        "drain s per end": sum(drains) / len(burst),
+        "first mark after the ends s": found.marked[burst[0]] - started,
+        "close ms a tournament": 1000 * statistics.median(closes),
+        "between closes ms": 1000 * statistics.median(between) if between else float("nan"),
+        "follower CPU s": cpu["follower"],
+        "Redis CPU s": redis_seconds,
+        "broker CPU s": cpu["broker"],
+        "workers CPU s": sum(v for k, v in cpu.items() if k.startswith("worker")),
+    }
+    if not live_rate:  # under load, the live games' records grow Redis meanwhile
+        result |= {
+            "Redis B per mark": (memory_after[0] - memory_before[0]) / len(burst),
+            "Redis keys per mark": (memory_after[1] - memory_before[1]) / len(burst),
+            "marked hash B per mark": marked_bytes / (1 + len(burst)),
+        }
+    else:
+        result["live games offered during the closes"] = float(during)
+    if sent:  # from the follower's log lines, as the burst's
+        result |= {
+            "one at a time: end to close s": statistics.median(found.finished[t] - at for t, at in sent.items()),
+            "one at a time: end to mark s": statistics.median(found.marked[t] - at for t, at in sent.items()),
+            "one at a time: end acknowledged s": statistics.median(acknowledged),
+            "one at a time: drain s": statistics.median(spaced_drains) if spaced_drains else float("nan"),
+        }
+    return result
+
+
+async def tornelo_sizes(workdir: Path, counts: Sequence[int] = (1, 1000)) -> list[list[str]]:
+    """Per count of games in a tournament: a player's state in Redis before and after its close,
+    his last `period_game` event and his close event (bytes), on a small stack of as many pairs,
+    each pair's games a tournament of its own, ended by the follower."""
+    rng = random.Random(5)
+    seed = workdir / "tornelo-sizes-seed.csv"
+    pairs = [(f"w{n}", f"b{n}") for n in counts]
+    seed.write_text(
+        "\n".join([TORNELO_SEED_HEADER, *(f"{w},blitz,2000,40,\n{b},blitz,1900,40," for w, b in pairs)]) + "\n",
+        encoding="utf-8",
+    )
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=2)
+    lines = [
+        game_line(f"{w}-{i}", w, b, start + timedelta(minutes=i), rng, f"size{n}")
+        for (w, b), n in zip(pairs, counts, strict=True)
+        for i in range(n)
+    ]
+    log = workdir / f"sizes-follower-{time.monotonic_ns()}.log"
+    with stack_in(workdir) as stack:
+        await stack.start(None, TORNELO)
+        await create_topics(stack.bootstrap, {ENDS_TOPIC: 1})
+        tornelo_command(stack, "import", str(seed))
+        await produce_backlog(stack.bootstrap, lines)
+        stack.start_workers(1, system=TORNELO, **TANSU_SETTINGS, **TORNELO_SETTINGS)
+        async with Committed(stack.bootstrap) as committed:
+            await committed.wait_for(len(lines), TIMEOUT)
+        client = Redis.from_url(stack.redis.url)
+        try:
+            before = [await client.strlen(keys.state_key(TORNELO_PREFIX, f"{w}/blitz")) for w, _ in pairs]
+            with close_follower(stack, log) as follower:
+                async with Ends(stack.bootstrap) as ends:
+                    await ends.publish([f"size{n}" for n in counts])
+                    await wait_closed(client, len(counts), follower, log)
+            after = [await client.strlen(keys.state_key(TORNELO_PREFIX, f"{w}/blitz")) for w, _ in pairs]
+        finally:
+            await client.aclose()
+        records = await output_records(stack.bootstrap, 2 * len(pairs) * 2 + 2 * len(lines))
+    return size_rows("games in the tournament", records, pairs, counts, before, after)
+
+
+async def tornelo_bench(args: argparse.Namespace) -> None:
+    workdir = Path(tempfile.mkdtemp(prefix="close-bench-tornelo-"))
+    rng = random.Random(3)
+    size = args.tournament_players
+    tournaments = [tournament_id(i) for i in range(args.tournaments + args.spaced_ends)]
+    burst, spaced = tournaments[: args.tournaments], tournaments[args.tournaments :]
+    players = len(tournaments) * size
+    seed = tornelo_seed_csv(workdir / "seed.csv", players, rng)
+    now = datetime.now(UTC).replace(microsecond=0)
+    lines = tournament_games(tournaments, size, now - timedelta(days=2), rng)
+    games, closed = workdir / "games.jsonl", workdir / "games-closed.jsonl"
+    games.write_bytes(b"\n".join(lines) + b"\n")
+    closed.write_bytes(games.read_bytes() + b"".join(control_line(t) + b"\n" for t in burst))
+    setup = TorneloSetup(seed, players, burst, spaced, lines, args.workers, now - timedelta(days=1))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    print(
+        f"close benchmark (tornelo), commit {commit.stdout.strip()}, {time.ctime()}: {len(burst):,} tournaments "
+        f"of {size} players ended at once, then {len(spaced)} one at a time ({players:,} players, "
+        f"{len(lines):,} games), {args.workers} worker(s), live load {args.live_rate:g} games/s, {args.runs} runs"
+    )
+    runs: dict[str, list[Result]] = {"service": [], "service under load": [], "rate": []}
+    for run in range(1, args.runs + 1):
+        say(f"run {run}: the follower's closes")
+        runs["service"].append(await tornelo_run(workdir, setup, 0.0))
+        say(f"run {run}: the follower's closes, games of open tournaments recorded meanwhile")
+        runs["service under load"].append(await tornelo_run(workdir, setup, args.live_rate))
+        say(f"run {run}: rate's closes")
+        baseline = rate_run(workdir, seed, burst, games, closed, TORNELO)
+        baseline["rate tournaments/s"] = len(burst) / baseline["rate close s"]
+        runs["rate"].append(baseline)
+        for name in ("service", "service under load"):
+            ratio = runs[name][-1]["tournaments/s"] / baseline["rate tournaments/s"]
+            print(f"run {run}: {name} / rate {ratio:.3f}")
+    for name, results in runs.items():
+        report(name, results)
+
+    def median(name: str, key: str) -> float:
+        return statistics.median(r[key] for r in runs[name])
+
+    rate = median("rate", "rate tournaments/s")
+    rows = [["closes of the tournaments", "ratings", "drains", "ends to last close s"]]
+    rows[0] += ["tournaments/s", "ratings/s", "events/s", "/ rate"]
+    for name in ("service", "service under load"):
+        ratios = ", ".join(
+            f"{s['tournaments/s'] / r['rate tournaments/s']:.3f}" for s, r in zip(runs[name], runs["rate"], strict=True)
+        )
+        rows.append(
+            [
+                f"`close-period --follow`, {name.removeprefix('service').strip() or 'idle workers'}",
+                f"{median(name, 'ratings in the closes'):,.0f}",
+                f"{median(name, 'drains'):.0f} ({median(name, 'drain s per end') * 1000:.2f} ms per end)",
+                f"{median(name, 'ends to last close s'):.1f}",
+                f"{median(name, 'tournaments/s'):,.1f}",
+                f"{median(name, 'ratings/s'):,.0f}",
+                f"{median(name, 'events/s'):,.0f}",
+                f"{median(name, 'tournaments/s') / rate:.3f} (runs {ratios})",
+            ]
+        )
+    rows.append(
+        [
+            "`rate` (its close lines)",
+            f"{median('service', 'ratings in the closes'):,.0f}",
+            "-",
+            f"{median('rate', 'rate close s'):.2f}",
+            f"{rate:,.1f}",
+            f"{median('rate', 'rate ratings/s'):,.0f}",
+            f"{median('rate', 'rate events/s'):,.0f}",
+            "1.00",
+        ]
+    )
+    print(f"\nmedians of {args.runs} runs (the ratio: of the medians):")
+    print(table(rows))
+    for name in ("service", "service under load"):
+        print(
+            f"{name}: a close {median(name, 'close ms a tournament'):.1f} ms from its mark to its finish, "
+            f"{median(name, 'between closes ms'):.1f} ms from one finish to the next mark; the first mark "
+            f"{median(name, 'first mark after the ends s'):.2f} s after the ends were published"
+        )
+        if spaced:
+            print(
+                f"{name}, one end at a time: {median(name, 'one at a time: end to close s'):.3f} s from an end "
+                f"published to its close finished, {median(name, 'one at a time: end to mark s'):.3f} s to its mark "
+                f"(its publication acknowledged in {median(name, 'one at a time: end acknowledged s'):.3f} s, the "
+                f"follower's fetch, its drain {median(name, 'one at a time: drain s'):.3f} s)"
+            )
+    print(
+        f"recording: {median('service', 'recording games/s'):,.0f} games/s; Redis memory "
+        f"{median('service', 'Redis B per recorded game'):,.0f} B per recorded game "
+        f"({median('service', 'Redis keys per recorded game'):.2f} keys more per game); over the closes "
+        f"{median('service', 'Redis B per mark'):,.0f} B per mark ({median('service', 'Redis keys per mark'):.2f} "
+        f"keys), of which the `marked` hash keeps {median('service', 'marked hash B per mark'):,.0f} B a tournament"
+    )
+    say("sizes: a player with 1 and with 1,000 games in a tournament")
+    print("\na player's state and events (bytes), with his games of the tournament counted at its end:")
+    print(table(await tornelo_sizes(workdir)))
+    print(f"(machine: {os.cpu_count()} cores, Python {sys.version.split()[0]})")
 
 
 # --- the run ------------------------------------------------------------------------------------------
@@ -597,7 +1059,7 @@ async def bench(args: argparse.Namespace) -> None:
         say(f"run {run}: the service's close, games of the next month recorded meanwhile")
         runs["service under load"].append(await service_run(workdir, setup, args.live_rate))
         say(f"run {run}: rate's close")
-        runs["rate"].append(rate_run(workdir, seed, month, games, closed))
+        runs["rate"].append(rate_run(workdir, seed, [month], games, closed))
         for name in ("service", "service under load"):
             ratio = runs[name][-1]["ratings/s"] / runs["rate"][-1]["rate ratings/s"]
             print(f"run {run}: {name} / rate {ratio:.2f}")
@@ -656,20 +1118,36 @@ async def bench(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--players", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=1, help="games a player in the month")
+    parser.add_argument(
+        "--system", choices=[FIDE, TORNELO], default=FIDE, help="fide's month, or tornelo's tournaments"
+    )
+    parser.add_argument("--players", type=int, default=100_000, help="fide: players in the month")
+    parser.add_argument("--rounds", type=int, default=1, help="fide: games a player in the month")
+    parser.add_argument("--tournaments", type=int, default=1000, help="tornelo: tournaments ended at once")
+    parser.add_argument("--tournament-players", type=int, default=100, help="tornelo: players a tournament")
+    parser.add_argument(
+        "--spaced-ends", type=int, default=20, help="tornelo: tournaments then ended one at a time, each waited for"
+    )
     parser.add_argument("--workers", type=int, default=1, help="rating-worker run processes")
-    parser.add_argument("--live-rate", type=float, default=1000.0, help="games/s of the next month during the close")
+    parser.add_argument(
+        "--live-rate", type=float, default=1000.0, help="games/s of the next month (open tournaments) during the close"
+    )
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--profile", action="store_true", help="then one more close under py-spy, by part")
+    parser.add_argument("--profile", action="store_true", help="fide: then one more close under py-spy, by part")
     parser.add_argument("--child", choices=["rate-close"], help=argparse.SUPPRESS)
     parser.add_argument("--games", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--month", help=argparse.SUPPRESS)
+    parser.add_argument("--periods", help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "rate-close":
-        rate_close_child(args.games, args.seed, args.month, args.result)
+        rate_close_child(args.games, args.seed, args.periods.split(","), args.result)
+    elif args.system == TORNELO:
+        if args.profile:
+            parser.error("--profile profiles fide's close-period only")
+        if args.tournaments < 1 or args.tournament_players < 2 or args.spaced_ends < 0:
+            parser.error("--tournaments must be at least 1, --tournament-players at least 2, --spaced-ends at least 0")
+        asyncio.run(tornelo_bench(args))
     else:
         asyncio.run(bench(args))
 

@@ -400,10 +400,11 @@ def cmd_close_period(args: argparse.Namespace) -> int:
     by_records = settings.spec().ends_by_record
     if (args.no_wait or args.timeout is not None) and not (by_records and args.period):
         raise UsageError("--no-wait and --timeout go with TOURNAMENT_ID of a system whose periods end by a record")
-    if by_records and (args.due or args.init is not None or args.force):
+    if by_records and (args.init is not None or args.force):
         raise UsageError(
             f"RATING_SYSTEM={settings.system} closes a period when its end record is read (`close-period --follow`); "
-            "--due, --init and --force are not for it: `close-period ID` publishes an end"
+            "--init and --force are not for it: `close-period ID` publishes an end (--due finishes a close in "
+            "progress, marking nothing)"
         )
     if args.follow and not by_records:
         raise UsageError(f"RATING_SYSTEM={settings.system} has no end records to follow: close-period PERIOD or --due")
@@ -423,7 +424,7 @@ def cmd_close_period(args: argparse.Namespace) -> int:
                 return follow.serve(settings, say)
             except (PrefixOwned, IdempotenceRefused) as e:  # found before it joined its group or wrote anything
                 raise UsageError(str(e)) from None
-        if by_records:
+        if by_records and args.period:
             timeout = 600.0 if args.timeout is None else args.timeout
             _one_shot(settings, lambda: closing.operator_close(settings, args.period, not args.no_wait, timeout, say))
             return 0
@@ -952,7 +953,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="fide: close this month (YYYY-MM) and every earlier open one; tornelo: publish the end of this "
         "tournament (an operator's close) and wait until the follower has closed it",
     )
-    close.add_argument("--due", action="store_true", help="close every period due (its end plus the grace passed)")
+    close.add_argument(
+        "--due",
+        action="store_true",
+        help="close every period due (its end plus the grace passed); tornelo: finish a close in progress, "
+        "mark nothing",
+    )
     close.add_argument(
         "--init", metavar="MONTH", help="a new deployment: set the latest closed period, publish nothing"
     )

@@ -13,6 +13,8 @@ first, in the same write (`worker.engine.engine`).
 A close of PERIOD:
 1. refuses a period that is not due yet (fide: its end plus RATING_PERIOD_GRACE_SECONDS has not
    passed) unless forced, and one the system never closes (`9999-12`): status 2, nothing done;
+   with no period due by the clock (`--due` of tornelo, whose ends come by record: the quiet
+   window's way to finish a close in progress), it only finishes any close in progress;
 2. finishes any close in progress (a killed close is finished by running it again);
 3. drains once: reads the input's end offsets and waits until the workers' watermarks reach them
    on every partition (every game published before the command started is applied); past
@@ -209,10 +211,12 @@ async def _close(
     """The module's steps, into `report`."""
     now = int(time.time())
     due = periods.latest_due(now, settings.period_grace_seconds)
+    if period is None and due is None:  # tornelo's ends come by record: only a close in progress to finish
+        async with pipeline_for(settings) as (pipeline, _, store):
+            await finish_in_progress(pipeline, store, report, say, resumed=True)
+        say("close-period: no period is due by the clock")
+        return
     if period is None:
-        if due is None:
-            say("close-period: no period is due")
-            return
         period = due
     checked_period(periods, period)
     if not force and (due is None or not up_to(periods, period, due)):

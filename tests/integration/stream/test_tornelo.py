@@ -154,7 +154,8 @@ async def test_a_game_after_a_mark_closes_its_players_first_and_the_follower_fin
     close is in progress `import`, `erase`, `restore` and `switch-over` are refused; then
     (`restored-after-a-wipe`) Redis loses everything and `restore` gives back the states, the marks
     in order, the close in progress and the indexes; the follower finishes the close and reads the
-    record again: per rating, `rate`'s events with the close line where the mark fell."""
+    record again (`as-left`: `close-period --due` finishes the close first, marking nothing, as in the
+    quiet window's steps): per rating, `rate`'s events with the close line where the mark fell."""
     await stack.create_topics(games=1, ratings=4)
     await create_ends_topic(stack)
     seed = seed_file(
@@ -219,6 +220,12 @@ async def test_a_game_after_a_mark_closes_its_players_first_and_the_follower_fin
         assert r.smembers(keys.index_key(PREFIX, "T1")) == {b"C/blitz", b"D/blitz"}  # A and B hold none
         assert r.smembers(keys.index_key(PREFIX, "T2")) == {b"A/blitz", b"B/blitz"}
         stack.start_worker(**tornelo(stack))
+    else:  # the quiet window's way: finish the close in progress, mark nothing
+        finished = run(stack, "close-period", "--due")
+        said = finished.stderr.decode(errors="replace")
+        assert finished.returncode == 0, said
+        assert "close-period: T1 closed" in said and "marked none; 2 ratings closed, 2 found closed already" in said
+        assert ended(stack) == ["T0", "T1"] and r.hget(keys.periods_key(PREFIX), "closing") is None
     follower = start_follower(stack, log)
     wait_closed(stack, "T1", logs=log)
 
