@@ -211,12 +211,12 @@ async def _close(
     """The module's steps, into `report`."""
     now = int(time.time())
     due = periods.latest_due(now, settings.period_grace_seconds)
-    if period is None and due is None:  # tornelo's ends come by record: only a close in progress to finish
-        async with pipeline_for(settings) as (pipeline, _, store):
-            await finish_in_progress(pipeline, store, report, say, resumed=True)
-        say("close-period: no period is due by the clock")
-        return
     if period is None:
+        if due is None:  # tornelo's ends come by record: only a close in progress to finish
+            async with pipeline_for(settings) as (pipeline, _, store):
+                await finish_in_progress(pipeline, store, report, say, resumed=True)
+            say("close-period: no period is due by the clock")
+            return
         period = due
     checked_period(periods, period)
     if not force and (due is None or not up_to(periods, period, due)):

@@ -26,7 +26,6 @@ metrics; the follower serves its own on RATING_METRICS_PORT (ends read, drain wa
 
 import asyncio
 import logging
-import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -46,8 +45,9 @@ from worker.operate.close_period import (
     record_outcome,
 )
 from worker.service import period_closes
-from worker.service.connections import addresses, begin_closing, close_quietly, kafka_options
+from worker.service.connections import begin_closing, close_quietly, kafka_options
 from worker.service.health import serve_http, watch_dependencies
+from worker.service.process import run_command
 from worker.service.wiring import dead_letters_for, pipeline_for
 from worker.settings import WorkerSettings
 from worker.stream import retry
@@ -65,19 +65,9 @@ def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
     SIGINT stop it at once (safe anywhere: the records not committed are read again), /metrics,
     /livez and /readyz on RATING_METRICS_PORT. Exit status 0 once stopped."""
     periods_of(settings)  # a system without periods: refused before anything starts
-
-    async def main() -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, task.cancel)
-        failing = retry.Failing()
-        with retry.policy(None, addresses(settings), failing):
-            await follow(settings, say, failing)
-
+    failing = retry.Failing()
     try:
-        asyncio.run(main())
+        run_command(settings, lambda: follow(settings, say, failing), forever=failing)
     except asyncio.CancelledError:
         log.info("the close follower stopped")
     return 0

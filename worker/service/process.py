@@ -47,11 +47,17 @@ T = TypeVar("T")
 
 
 def run_command(
-    settings: WorkerSettings, command: Callable[[], Awaitable[T]], announce: Callable[[str], None] | None = None
+    settings: WorkerSettings,
+    command: Callable[[], Awaitable[T]],
+    announce: Callable[[str], None] | None = None,
+    *,
+    forever: retry.Failing | None = None,
 ) -> T:
     """Run a one-shot command: its retries give up after RATING_COMMAND_RETRY_SECONDS
     (`retry.Unreachable`), and SIGTERM or SIGINT cancel it at once (asyncio.CancelledError).
-    `announce` is told, once per dependency, when the command starts waiting for it."""
+    `announce` is told, once per dependency, when the command starts waiting for it. `forever`: a
+    long-running command's (the close follower's) retries never give up, as the worker's, counted
+    in that `Failing` (its health watch reads it)."""
 
     async def main() -> T:
         task = asyncio.current_task()
@@ -59,6 +65,9 @@ def run_command(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, task.cancel)
+        if forever is not None:
+            with retry.policy(None, addresses(settings), forever):
+                return await command()
         with retry.policy(settings.command_retry_seconds, addresses(settings), announce=announce):
             return await command()
 
