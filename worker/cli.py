@@ -447,17 +447,10 @@ def cmd_close_period(args: argparse.Namespace) -> int:
 
 
 def _print_close_status(status: "Any") -> int:
-    from datetime import UTC, datetime  # noqa: PLC0415
-
     if status.ended is not None:
         return _print_ends_status(status)
     print(f"latest closed period: {status.calendar or 'none'}")
-    if status.closing is None:
-        print("close in progress: none")
-    else:
-        print(f"close in progress: {status.closing}, {status.left} ratings left")
-    closed_at = "never" if status.closed_at is None else datetime.fromtimestamp(status.closed_at, UTC).isoformat()
-    print(f"last close finished: {closed_at}")
+    _print_closing(status)
     open_ones = [p for p in status.recorded if status.calendar is None or p > status.calendar]
     print(f"periods with recorded games not closed: {', '.join(open_ones) or 'none'}")
     latest = status.due
@@ -468,18 +461,24 @@ def _print_close_status(status: "Any") -> int:
     return 0
 
 
-def _print_ends_status(status: "Any") -> int:
-    """`--status` of a system whose periods end by a record (tornelo): its tournaments."""
-    import time  # noqa: PLC0415
+def _print_closing(status: "Any") -> None:
+    """The close in progress and when the last one finished (`--status` of every per-period system)."""
     from datetime import UTC, datetime  # noqa: PLC0415
 
-    now = time.time()
     if status.closing is None:
         print("close in progress: none")
     else:
         print(f"close in progress: {status.closing}, {status.left} ratings left")
     closed_at = "never" if status.closed_at is None else datetime.fromtimestamp(status.closed_at, UTC).isoformat()
     print(f"last close finished: {closed_at}")
+
+
+def _print_ends_status(status: "Any") -> int:
+    """`--status` of a system whose periods end by a record (tornelo): its tournaments."""
+    import time  # noqa: PLC0415
+
+    now = time.time()
+    _print_closing(status)
     open_ones = sorted(status.recorded, key=lambda p: status.opened.get(p, now))
     print(f"open (recorded games, no end read yet): {len(open_ones)}, oldest entry first")
     for period in open_ones:

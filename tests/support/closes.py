@@ -2,12 +2,16 @@
 and of the workers' metrics of them: the command (with `fide`'s settings), a game of a month, the
 month due by the clock, and the command's JSON log lines; and what the stream tests of `fide`
 share: its other commands, `rate`'s input cut at its close lines, the output topic read whole,
-what a finished close leaves, and a close started to be SIGKILLed at a given step."""
+what a finished close leaves, a close started to be SIGKILLed at a given step, and the order of
+`rate`'s file rebuilt from events under load (`in_order`)."""
 
+import heapq
+import itertools
 import json
 import subprocess
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -182,3 +186,29 @@ def killed_close_store(client: Redis) -> RedisStore[Any]:
         pending=FideRules().pending,
         calendar_codec=FIDE_CALENDAR,
     )
+
+
+def in_order(lines: list[bytes], events: dict[str, list[dict[str, Any]]]) -> list[bytes]:
+    """`lines` in an order that keeps each rating's order of events (of the games among them),
+    the earliest produced first where free."""
+    place = {json.loads(line)["game_id"]: n for n, line in enumerate(lines)}
+    after: dict[str, set[str]] = defaultdict(set)  # game -> the games that must come after it
+    before = dict.fromkeys(place, 0)
+    for sequence in events.values():
+        games = [e["game_id"] for e in sequence if e["game_id"] in place]
+        for a, b in itertools.pairwise(games):
+            if b not in after[a]:
+                after[a].add(b)
+                before[b] += 1
+    ready = [(place[g], g) for g, n in before.items() if n == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        _, game = heapq.heappop(ready)
+        out.append(lines[place[game]])
+        for later in after[game]:
+            before[later] -= 1
+            if before[later] == 0:
+                heapq.heappush(ready, (place[later], later))
+    assert len(out) == len(lines), "the ratings' orders of events contradict each other"
+    return out

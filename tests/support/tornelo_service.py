@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support import commands
+from tests.support.closes import fide_game
 from tests.support.kafka import committed, produce
 from tests.support.stack import Stack
 from worker.embedded.stack import create_topics
@@ -122,17 +123,7 @@ def seeded(stack: Stack, players: int, seed: int, tournament_size: int = 8) -> t
 
 def game(game_id: str, white: str, black: str, result: str, tournament: str | None, minute: int = 0) -> bytes:
     """A rated blitz game of `tournament` (None: none)."""
-    value: dict[str, object] = {
-        "event_id": f"e-{game_id}",
-        "game_id": game_id,
-        "white_id": white,
-        "black_id": black,
-        "result": result,
-        "termination": "checkmate",
-        "rated": True,
-        "time_control": {"base_seconds": 180, "increment_seconds": 0},
-        "finished_at": f"2026-11-10T12:{minute:02d}:00Z",
-    }
+    value = json.loads(fide_game(game_id, white, black, result, f"2026-11-10T12:{minute:02d}:00Z"))
     if tournament is not None:
         value["tournament_id"] = tournament
     return json.dumps(value, separators=(",", ":")).encode()

@@ -12,8 +12,6 @@ in an order that keeps every rating's own order of events.
 """
 
 import asyncio
-import heapq
-import itertools
 import json
 from collections import defaultdict
 from typing import Any
@@ -26,6 +24,7 @@ from tests.support.closes import (
     close_line,
     close_period,
     first_copies,
+    in_order,
     kill_when,
     leftovers,
     segments,
@@ -50,32 +49,6 @@ async def produce_paced(stack: Stack, lines: list[bytes]) -> None:
         chunk = lines[start : start + PACE]
         await stack.produce(chunk, keyed(chunk))
         await asyncio.sleep(PACE_SECONDS)
-
-
-def in_order(lines: list[bytes], events: dict[str, list[dict[str, Any]]]) -> list[bytes]:
-    """`lines` in an order that keeps each rating's order of events (of the games among them),
-    the earliest produced first where free."""
-    place = {json.loads(line)["game_id"]: n for n, line in enumerate(lines)}
-    after: dict[str, set[str]] = defaultdict(set)  # game -> the games that must come after it
-    before = dict.fromkeys(place, 0)
-    for sequence in events.values():
-        games = [e["game_id"] for e in sequence if e["game_id"] in place]
-        for a, b in itertools.pairwise(games):
-            if b not in after[a]:
-                after[a].add(b)
-                before[b] += 1
-    ready = [(place[g], g) for g, n in before.items() if n == 0]
-    heapq.heapify(ready)
-    out = []
-    while ready:
-        _, game = heapq.heappop(ready)
-        out.append(lines[place[game]])
-        for later in after[game]:
-            before[later] -= 1
-            if before[later] == 0:
-                heapq.heappush(ready, (place[later], later))
-    assert len(out) == len(lines), "the ratings' orders of events contradict each other"
-    return out
 
 
 def split_at_mark(

@@ -17,8 +17,6 @@ close lines between them, each stretch in an order that keeps every rating's own
 """
 
 import asyncio
-import heapq
-import itertools
 import json
 import random
 import signal
@@ -28,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.closes import first_copies, kill_when, published
+from tests.support.closes import first_copies, in_order, kill_when, published
 from tests.support.games import keyed
 from tests.support.kafka import read_topic
 from tests.support.stack import Stack
@@ -83,32 +81,6 @@ async def produce_paced(stack: Stack, lines: list[bytes]) -> None:
         chunk = lines[start : start + PACE]
         await stack.produce(chunk, keyed(chunk))
         await asyncio.sleep(PACE_SECONDS)
-
-
-def in_order(lines: list[bytes], events: dict[str, list[dict[str, Any]]]) -> list[bytes]:
-    """`lines` in an order that keeps each rating's order of events (of the games among them),
-    the earliest produced first where free."""
-    place = {json.loads(line)["game_id"]: n for n, line in enumerate(lines)}
-    after: dict[str, set[str]] = defaultdict(set)
-    before = dict.fromkeys(place, 0)
-    for sequence in events.values():
-        games = [e["game_id"] for e in sequence if e["game_id"] in place]
-        for a, b in itertools.pairwise(games):
-            if b not in after[a]:
-                after[a].add(b)
-                before[b] += 1
-    ready = [(place[g], g) for g, n in before.items() if n == 0]
-    heapq.heapify(ready)
-    out = []
-    while ready:
-        _, one = heapq.heappop(ready)
-        out.append(lines[place[one]])
-        for later in after[one]:
-            before[later] -= 1
-            if before[later] == 0:
-                heapq.heappush(ready, (place[later], later))
-    assert len(out) == len(lines), "the ratings' orders of events contradict each other"
-    return out
 
 
 def stretches(lines: list[bytes], marks: list[str], events: dict[str, list[dict[str, Any]]]) -> list[list[bytes]]:
