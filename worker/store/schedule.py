@@ -168,7 +168,8 @@ Read = Callable[[list[str], list[str], list[str]], Awaitable[Snapshot[S]]]
 
 def periods_read(engine: Engine[Any], batch: Sequence[Item]) -> list[str]:
     """The periods whose marks a per-period system's batch reads beside those its states hold
-    entries of (a calendar kept by its marks: tornelo's games' tournaments, the closes' periods)."""
+    entries of (a calendar kept by its marks: tornelo's games' tournaments, the closes' periods, a
+    rebuilt state's own, which the switch-over's check reads)."""
     periods = engine.periods
     if periods is None:
         return []
@@ -176,6 +177,9 @@ def periods_read(engine: Engine[Any], batch: Sequence[Item]) -> list[str]:
     for item in batch:
         if type(item) is CloseItem:
             wanted.add(item.period)
+        elif type(item) is SeedItem:
+            if item.whole:
+                wanted.update(periods.pending(engine.rules.seeded(item.row, engine.rules.unseen)))
         else:
             game = game_of(item)
             if game is not None:
