@@ -18,7 +18,7 @@ from tests.support.processes import Processes
 from worker.embedded.stack import RedisServer
 
 REPO = Path(__file__).resolve().parents[2]
-ONE_INTEGRATION_TEST = "tests/integration/operate/test_topics.py"
+ONE_INTEGRATION_TEST = "tests/integration/operate/test_topics.py::test_topics_are_created_once_with_their_partitions"
 NO_ENGINE = "unix:///nonexistent/docker.sock"  # where no container engine can answer
 
 

@@ -11,7 +11,6 @@ and `switch-over`, run for the toy outside system that records tornelo's two set
 parameters (`tests.outside.flat_elo.spec:RECORDING`: no tournament ends to follow, one Redis and a
 broker are all it needs)."""
 
-import asyncio
 import json
 import os
 import sys
@@ -114,7 +113,7 @@ async def test_half_and_fifty_hundredths_are_the_same_factor(redis_server: Redis
 def test_another_k_stops_the_command_at_start_with_one_line_naming_both_values(redis_server: RedisService) -> None:
     """Through the command line's error path (`_one_shot`: status 2), before anything is written."""
     recorded = settings_of(redis_server)
-    asyncio.run(_own_anew(recorded))
+    cli._one_shot(recorded, lambda: _own_anew(recorded))  # the command line's own loop, as every step here
     other = settings_of(redis_server, tornelo_k=OTHER_K)
     given = DEFAULTS.replace('"rapid": [20, 10]', '"rapid": [30, 15]')
     for write in (True, False):
@@ -127,11 +126,15 @@ def test_another_k_stops_the_command_at_start_with_one_line_naming_both_values(r
             cli._one_shot(other, command)
         assert str(refused.value) == refusal(PREFIX, DEFAULTS, given)
         assert "\n" not in str(refused.value)
-    assert asyncio.run(_keys(recorded)) == {f"{PREFIX}system": "tornelo", f"{PREFIX}parameters": DEFAULTS}
+    assert cli._one_shot(recorded, lambda: _keys(recorded)) == {
+        f"{PREFIX}system": "tornelo",
+        f"{PREFIX}parameters": DEFAULTS,
+    }
 
 
 def test_another_bonus_factor_stops_the_command_at_start(redis_server: RedisService) -> None:
-    asyncio.run(_own_anew(settings_of(redis_server, tornelo_bonus_factor="0.75")))
+    first = settings_of(redis_server, tornelo_bonus_factor="0.75")
+    cli._one_shot(first, lambda: _own_anew(first))
     other = settings_of(redis_server, tornelo_bonus_factor="1.5")
 
     async def command() -> None:
@@ -261,9 +264,9 @@ async def test_the_commands_check_the_values_and_the_change_is_rebuild_then_swit
     assert r.get(f"{rebuilt}parameters") == DEFAULTS.encode()
 
 
-def test_rate_keeps_no_state_and_takes_any_values(redis_server: RedisService, tmp_path: Path) -> None:
+async def test_rate_keeps_no_state_and_takes_any_values(redis_server: RedisService, tmp_path: Path) -> None:
     """`rate` (in memory) takes values other than a live prefix's, and leaves the Redis alone."""
-    asyncio.run(_own_anew(settings_of(redis_server)))
+    await _own_anew(settings_of(redis_server))
     seed = tmp_path / "seed.csv"
     seed.write_text("player_id,category,rating,rated_games,k_modifier\nA,rapid,1800,40,\nB,rapid,2000,40,\n")
     games = tmp_path / "games.jsonl"
@@ -277,7 +280,7 @@ def test_rate_keeps_no_state_and_takes_any_values(redis_server: RedisService, tm
     # A + 0.759747 x 30 = 22.79 -> +23: its K, not the recorded one.
     close = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[-2])
     assert (close["player_id"], close["delta"], close["detail"]["k_factor"]) == ("A", 23.0, 30)
-    assert asyncio.run(_keys(settings_of(redis_server))) == {
+    assert await _keys(settings_of(redis_server)) == {
         f"{PREFIX}system": "tornelo",
         f"{PREFIX}parameters": DEFAULTS,
     }
