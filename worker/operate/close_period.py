@@ -39,6 +39,7 @@ the command's pod is not scraped. A run on a prefix no command of the system has
 """
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -231,13 +232,18 @@ async def _close(
         await mark_through(pipeline, store, period, report, say)
 
 
-async def record_outcome(settings: WorkerSettings, outcome: str, report: CloseReport) -> None:
+async def record_outcome(
+    settings: WorkerSettings, outcome: str, report: CloseReport, client: Redis | None = None
+) -> None:
     """The run's (or a follower's close's) outcome recorded in Redis (`period_closes.record`): the
     counts, and the durations and ratings of a run that closed something; a failure to record it is
-    logged, never raised."""
+    logged, never raised. `client`: the follower's own, which it records every close with (a run
+    connects anew: its store's client may be what failed)."""
     closed = outcome == period_closes.CLOSED
     try:
-        async with asyncio.timeout(RECORD_SECONDS), connected(settings, ping=False) as redis:
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(asyncio.timeout(RECORD_SECONDS))
+            redis = client if client is not None else await stack.enter_async_context(connected(settings, ping=False))
             recorded = await period_closes.record(
                 redis,
                 settings.redis_key_prefix,

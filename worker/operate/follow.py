@@ -108,6 +108,7 @@ async def _follow(
             auto_offset_reset="earliest",  # a new follower reads every end ever published
             session_timeout_ms=settings.kafka_session_timeout_ms,
             heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
+            fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,  # as the workers': an end is read at once
         )
         dead_letters = dead_letters_for(producer, settings)
         watching: asyncio.Task[None] | None = None
@@ -166,7 +167,7 @@ async def _close_ends(
                 outcome,
                 extra={"step": "done", "period": end.tournament_id, "outcome": outcome, "ratings": report.closed},
             )
-            await record_outcome(settings, outcome, report)
+            await record_outcome(settings, outcome, report, store.redis)
         if closed is not None:
             closed(end, report)
         waited = 0.0  # the drain served every end of the fetch
