@@ -1,7 +1,10 @@
-"""Closing a FIDE month: `rating-worker close-period` against `rate`'s close of the same month.
+"""Closing a FIDE month: `rating-worker close-period` against `rate`'s close of the same month;
+with `--system tornelo`, closing Tornelo's tournaments (below) instead.
 
     .venv/bin/python bench/close_bench.py [--players 100000] [--rounds 1] [--workers 1]
                                           [--live-rate 1000] [--runs 3] [--profile]
+    .venv/bin/python bench/close_bench.py --system tornelo [--tournaments 1000] [--tournament-players 100]
+                                          [--spaced-ends 20] [--workers 1] [--live-rate 1000] [--runs 3]
 
 The month is the one two months before the current (due, and the month after it is over too, so
 that no game is in the future); every game is in blitz, between players seeded with whole ratings
@@ -39,7 +42,50 @@ With `--profile`, one more close (not timed) with `close-period` under `py-spy r
 part, by step of a chunk and by function. Nothing is asserted: the results are in
 docs/benchmarks.md.
 
-`--child rate-close` is internal: the baseline's child process.
+**`--system tornelo`** (the default is fide's month, above, unchanged): `--tournaments` (1,000)
+tournaments of `--tournament-players` (100) players each end one after another. Every player is
+seeded in blitz (`player_id,category,rating,rated_games,k_modifier`: a whole rating about 1500, a
+tenth provisional with fewer than 20 games, now and then a K modifier) and plays in one tournament
+only (the players of two tournaments are disjoint: 100,000 players by default), one round of it:
+its players paired at random, so that each has an entry of it (50 games a tournament, 50,000 in
+all; the tournaments' games side by side in the stream). `--spaced-ends` (20) more tournaments of
+as many players are recorded too, and ended one at a time after the others. Each run:
+
+1. **the service**: a fresh stack (the tournament topic of one partition too), `import` of the
+   seed, every game produced and `--workers` tornelo workers (`rating-worker run`) timed until
+   every game is committed (recording games/s; Redis's `used_memory` and keys before and after,
+   per recorded game); then the close follower, `close-period --follow`, a process logging its
+   JSON lines, and the end of a tournament without games first (the follower joined, caught up,
+   idle). Then the tournaments' end records are published at once (one batch, in order, on the
+   tournament topic), and timed from then to the last tournament's close finished (its log
+   line, to the millisecond; `{prefix}marked` holding every tournament and `{prefix}periods`
+   without `closing` is when the benchmark looks): tournaments/s, ratings/s and events/s (one
+   close event a rating, whoever closed it: its chunks' log lines); the drains over them (the
+   follower drains once a fetch: their number and seconds, per end), a close's median time from
+   its mark to its finish and from one finish to the next mark (the log lines), the CPU of each
+   process, and Redis's `used_memory` and keys over the closes per mark (what a close frees,
+   its index and its ratings' entries, and what stays: the `marked` hash's `MEMORY USAGE` per
+   tournament too). It checks that every index is empty and that every rating was taken. Then
+   the spaced ends, each published once the one before it is closed: from its publication to
+   its mark and to its close finished, its acknowledgement by the broker and its drain (the
+   medians);
+2. **the service under load**: the same on a fresh stack, but from 2 s before the ends are
+   published until the spaced ones are closed, games of open tournaments (`l00000`, ...: 50
+   games each, never ended, between players drawn from all) are produced at `--live-rate`
+   games/s and the workers record them (a worker meeting a player whose tournament is marked
+   ended closes his rating first);
+3. **the baseline, `rate`**, in the same run: the child of fide's baseline replays the same file
+   (the games, no close line), then times the close lines' work for each tournament in turn, in
+   the order of their ends (`worker.replay.closes.close_period`, one event loop), with `rate`'s
+   collector threshold; the ratio of the service's tournaments/s to it (= of ratings/s) is the
+   figure. As a check, `rate` is also timed on the file with and without the close lines.
+
+Then, once, on a small stack: a player's state (the state key's bytes) and his events, with 1 and
+with 1,000 games in a tournament, before and after its close (ended by the follower). Every run
+is printed, then the medians and a table; nothing is asserted (docs/benchmarks.md, "Closing
+Tornelo tournaments"). `--profile` is fide's only.
+
+`--child rate-close` is internal: the baseline's child process (fide's month or the tournaments).
 """
 
 import argparse
