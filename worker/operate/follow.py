@@ -50,8 +50,10 @@ from worker.service.health import serve_http, watch_dependencies
 from worker.service.process import run_command
 from worker.service.wiring import dead_letters_for, pipeline_for
 from worker.settings import WorkerSettings
+from worker.store.redis_store import RedisStore
 from worker.stream import retry
 from worker.stream.health import Health
+from worker.stream.pipeline import Pipeline
 from worker.stream.retry import KAFKA_JOIN, KAFKA_READ, retrying
 from worker.stream.tournament_ends import read_ends
 
@@ -142,8 +144,8 @@ async def _follow(
 
 async def _close_ends(
     settings: WorkerSettings,
-    pipeline: Any,
-    store: Any,
+    pipeline: Pipeline[Any],
+    store: RedisStore[Any],
     ends: list[TournamentFinished],
     say: Callable[[str], None],
     closed: Closed | None,
