@@ -589,8 +589,9 @@ async def operator_close(
             return int(sent.offset)
         deadline = time.monotonic() + timeout
         while True:
-            (closing,) = await fields(redis, prefix, "closing")
+            # The mark first: a mark made between the two reads sets `closing` too, and is then seen.
             place = await with_retry(redis.hget, keys.marked_key(prefix), period)
+            (closing,) = await fields(redis, prefix, "closing")
             if place is not None and closing != period:
                 say(f"close-period: {period} closed")
                 return int(sent.offset)

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
-from aiokafka.errors import CommitFailedError, IllegalStateError, RebalanceInProgressError
+from aiokafka.errors import KafkaError
 
 from schemas.tournament_finished import TournamentFinished
 from worker import metrics
@@ -60,6 +60,8 @@ from worker.stream.tournament_ends import read_ends
 log = logging.getLogger(__name__)
 
 FETCH_MS = 1000  # a fetch waits this long for end records before the follower polls again
+COMMIT_SECONDS = 10.0  # a commit not answered by then is given up (see `_commit`)
+MAX_POLL_INTERVAL_MS = 24 * 3600 * 1000  # a day between two fetches (a drain, a close) keeps the partition
 
 
 def serve(settings: WorkerSettings, say: Callable[[str], None]) -> int:
@@ -111,6 +113,9 @@ async def _follow(
             session_timeout_ms=settings.kafka_session_timeout_ms,
             heartbeat_interval_ms=settings.kafka_heartbeat_interval_ms,
             fetch_max_wait_ms=settings.kafka_fetch_max_wait_ms,  # as the workers': an end is read at once
+            # A drain may wait as long as the workers lag, and never gives up: the group must not
+            # take the partition away between two fetches meanwhile (aiokafka's default: 5 minutes).
+            max_poll_interval_ms=MAX_POLL_INTERVAL_MS,
         )
         dead_letters = dead_letters_for(producer, settings)
         watching: asyncio.Task[None] | None = None
@@ -176,15 +181,17 @@ async def _close_ends(
 
 
 async def _commit(consumer: AIOKafkaConsumer, records: list[ConsumerRecord[Any, Any]]) -> None:
-    """Commit past `records`; a commit refused because the partition moved to another follower
-    (a rebalance) is left to it: it reads the records again and finds them done."""
+    """Commit past `records`, once, not retried: a commit refused (the partition moved to another
+    follower in a rebalance, this one left the group during a long drain, the coordinator away) is
+    left as it is, and so is one not answered within COMMIT_SECONDS. The records are read again, by
+    this follower or the partition's next owner, and found done. (A retried refusal would keep the
+    follower from fetching, and so from rejoining the group, for good.)"""
     offsets = {TopicPartition(r.topic, r.partition): r.offset + 1 for r in records}
     try:
-        await retrying(KAFKA_READ, consumer.commit, offsets)
-    except (CommitFailedError, IllegalStateError, RebalanceInProgressError) as e:
-        log.warning(
-            "end records not committed (%s: %s): the partition's next owner reads them again", type(e).__name__, e
-        )
+        async with asyncio.timeout(COMMIT_SECONDS):  # aiokafka waits for a coordinator it lost, unbounded
+            await consumer.commit(offsets)
+    except (KafkaError, TimeoutError) as e:
+        log.warning("end records not committed (%s: %s): they are read again, and found done", type(e).__name__, e)
 
 
 async def _lag(consumer: AIOKafkaConsumer) -> None:

@@ -80,7 +80,9 @@ class TorneloCalendarCodec:
 
     @staticmethod
     def from_marks(version: int, places: Mapping[str, int | None]) -> Ended:
-        return Ended({t: p for t, p in places.items() if p is not None}, version)
+        # A mark read after `version` (a newer one) is left out: the calendar is the one of `version`,
+        # and `Ended.marked` may then extend its places without meeting it.
+        return Ended({t: p for t, p in places.items() if p is not None and p < version}, version)
 
     @staticmethod
     def number(calendar: object) -> int | None:
