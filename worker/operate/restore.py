@@ -67,6 +67,7 @@ from worker.operate.redis_ops import (
 from worker.operate.topic_scan import group_reader, scan
 from worker.operate.topics import COMPACTION_LAG_MS
 from worker.rules.interface import Kind, S
+from worker.rules.period_interface import PeriodSystem
 from worker.service.owner import own_prefix
 from worker.settings import WorkerSettings
 from worker.store import keys, records
@@ -350,34 +351,12 @@ async def restore_calendar(
     taken = closed_through if later else latest
     source = "--closed-through" if taken is not None and taken == closed_through and taken != latest else "the states"
     calendar = periods.opening if taken is None else periods.marked(periods.opening, taken)
-    indexes: dict[str, list[str]] = {}
-    interrupted = False
-    for key, state in states.items():
-        for period in periods.pending(state):
-            indexes.setdefault(period, []).append(key)
-        interrupted = interrupted or bool(periods.closing(state, calendar))
-
-    now = int(time.time())
-
-    def build(pipe: Pipeline) -> None:
-        pipe.delete(keys.periods_key(prefix), keys.indexed_key(prefix), keys.opened_key(prefix))
-        for period, ratings in indexes.items():
-            pipe.delete(keys.index_key(prefix, period))
-            pipe.sadd(keys.index_key(prefix, period), *ratings)
-        if indexes:
-            pipe.sadd(keys.indexed_key(prefix), *indexes)
-            # When their first game was recorded is not on the topic: their age counts from now.
-            pipe.hset(keys.opened_key(prefix), mapping=dict.fromkeys(indexes, now))
-        fields: dict[Any, Any] = {  # redis-py types a mapping's keys invariantly
-            "calendar": codec.encode(calendar),
-            "marks": 1 if taken else 0,
-        }
-        if interrupted and taken is not None:
-            fields["closing"] = taken
-        pipe.hset(keys.periods_key(prefix), mapping=fields)
-
-    await unlink_all(redis, await matching_keys(redis, f"{keys.index_key(prefix, '')}*"))
-    await pipelined(redis, build, atomic=True)
+    indexes = _indexes(periods, states)
+    interrupted = any(periods.closing(state, calendar) for state in states.values())
+    fields: dict[Any, Any] = {"calendar": codec.encode(calendar), "marks": 1 if taken else 0}
+    if interrupted and taken is not None:
+        fields["closing"] = taken
+    await _write_calendar(redis, prefix, indexes, fields, {})
     say(f"restore: latest closed period {taken or 'none'} (from {source}); {len(indexes)} periods with recorded games")
     if interrupted:
         say(f"restore: the close of {taken} was interrupted: run `rating-worker close-period --due` to finish it")
@@ -405,39 +384,59 @@ async def restore_marks(
     ended += sorted(set(closed).difference(order))  # a close event whose end record is gone: last
     places: dict[str, int | None] = {p: n for n, p in enumerate(ended)}
     calendar = codec.from_marks(len(ended), places)
+    indexes = _indexes(periods, states)
+    interrupted = [p for p in ended if p in indexes]
+    fields: dict[Any, Any] = {"calendar": codec.encode(calendar), "marks": len(ended)}
+    if interrupted:
+        fields["closing"] = interrupted[0]
+    await _write_calendar(redis, prefix, indexes, fields, places)
+    say(
+        f"restore: {len(ended)} periods ended (end records committed by the close follower up to offset {committed}, "
+        f"or closed on the output topic); {len(indexes) - len(interrupted)} open with recorded games"
+    )
+    for n, period in enumerate(interrupted):
+        left = len(indexes[period])
+        who = "the close follower finishes it" if n == 0 else "its ratings' next games finish it"
+        say(f"restore: the close of {period} was interrupted ({left} ratings left): {who}")
+
+
+def _indexes(periods: PeriodSystem[Any], states: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Each period's index, from the states' `pending`: the ratings with entries of it."""
     indexes: dict[str, list[str]] = {}
     for key, state in states.items():
         for period in periods.pending(state):
             indexes.setdefault(period, []).append(key)
-    interrupted = [p for p in ended if p in indexes]
+    return indexes
+
+
+async def _write_calendar(
+    redis: "Redis",
+    prefix: str,
+    indexes: dict[str, list[str]],
+    fields: dict[Any, Any],
+    places: Mapping[str, int | None],
+) -> None:
+    """The calendar's keys replaced in one MULTI/EXEC: the `periods` hash's `fields`, the indexes,
+    the periods that have one and when each began (now: when their first game was recorded is not
+    on the topic), and a calendar kept by its marks' `marked` (`places`; none for fide)."""
     now = int(time.time())
 
     def build(pipe: Pipeline) -> None:
         pipe.delete(
-            keys.periods_key(prefix), keys.indexed_key(prefix), keys.marked_key(prefix), keys.opened_key(prefix)
+            keys.periods_key(prefix), keys.indexed_key(prefix), keys.opened_key(prefix), keys.marked_key(prefix)
         )
         for period, ratings in indexes.items():
             pipe.sadd(keys.index_key(prefix, period), *ratings)
         if indexes:
             pipe.sadd(keys.indexed_key(prefix), *indexes)
-            # When their first game was recorded is not on the topic: their age counts from now.
             pipe.hset(keys.opened_key(prefix), mapping=dict.fromkeys(indexes, now))
-        if ended:
-            pipe.hset(keys.marked_key(prefix), mapping={p: n for n, p in enumerate(ended)})
-        fields: dict[Any, Any] = {"calendar": codec.encode(calendar), "marks": len(ended)}
-        if interrupted:
-            fields["closing"] = interrupted[0]
+        marked: dict[Any, Any] = {p: n for p, n in places.items() if n is not None}
+        if marked:
+            pipe.hset(keys.marked_key(prefix), mapping=marked)
         pipe.hset(keys.periods_key(prefix), mapping=fields)
 
     await unlink_all(redis, await matching_keys(redis, f"{keys.index_key(prefix, '')}*"))
     await pipelined(redis, build, atomic=True)
-    say(
-        f"restore: {len(ended)} periods ended (end records committed by the close follower up to offset {committed}, "
-        f"or closed on the output topic); {len(indexes) - len(interrupted)} open with recorded games"
-    )
-    for period in interrupted:
-        left = len(indexes[period])
-        say(f"restore: the close of {period} was interrupted ({left} ratings left): the close follower finishes it")
 
 
 async def end_records(settings: WorkerSettings) -> tuple[dict[str, int], int]:

@@ -8,7 +8,7 @@ ends"): a record of the topic read as an end, or refused as a bad game is, and p
   messages, strict types, unknown fields ignored, a record with no value read as an empty one.
   The key is not read (the tournament id is in the value), nor `finished_at` used: no rule reads
   it. A bad record comes back as its `DeadLetter`: the record's key, value and headers, and why.
-- `dead_letter_ends`: such letters sent to the deployment's dead-letter topic by the workers' own
+- such letters are sent to the deployment's dead-letter topic by the workers' own
   dead-letter producer (`worker.stream.dead_letters.DeadLetters`, made by
   `worker.service.wiring.dead_letters_for`): the original headers, then the five error headers
   (`source.topic` the tournament topic), cut to fit the broker as a game's; counted in the same
@@ -23,7 +23,7 @@ workers do (`worker.stream.unreadable`: what the client can read around it is re
 `invalid_encoding` dead letter once an operator says so).
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from aiokafka import ConsumerRecord
 
@@ -44,13 +44,6 @@ def decode_end(record: ConsumerRecord, max_bytes: int) -> TournamentFinished | D
         return DeadLetter(source, bad)
 
 
-async def dead_letter_ends(dead_letters: DeadLetters, letters: Sequence[DeadLetter]) -> None:
-    """Park bad end records on the deployment's dead-letter topic, with exactly a bad game's
-    headers, in one send; returns once the broker acknowledged every one (retried as the workers'
-    dead letters are). Nothing is sent for no letter."""
-    await dead_letters.send(letters)
-
-
 async def read_ends(records: Iterable[ConsumerRecord], dead_letters: DeadLetters) -> list[TournamentFinished]:
     """The ends in `records`, in their order, returned once the bad ones among them are
     dead-lettered and acknowledged. The size limit is the dead letters' own
@@ -63,5 +56,5 @@ async def read_ends(records: Iterable[ConsumerRecord], dead_letters: DeadLetters
             letters.append(end)
         else:
             ends.append(end)
-    await dead_letter_ends(dead_letters, letters)
+    await dead_letters.send(letters)  # a bad game's headers, acknowledged (retried) before the ends go on
     return ends

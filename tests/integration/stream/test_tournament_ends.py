@@ -29,7 +29,7 @@ from worker.operate.replay_dead_letters import REPLAYED_FROM, Selection, destina
 from worker.service.wiring import dead_letters_for, make_producer, start_producer
 from worker.settings import WorkerSettings
 from worker.stream.dead_letters import DeadLetter, Source
-from worker.stream.tournament_ends import dead_letter_ends, decode_end, read_ends
+from worker.stream.tournament_ends import decode_end, read_ends
 
 pytestmark = pytest.mark.integration
 
@@ -178,8 +178,7 @@ async def test_replay_puts_a_dead_lettered_end_back_on_the_tournament_topic(stac
     producer = make_producer(settings)
     await start_producer(producer, settings)
     try:
-        await dead_letter_ends(
-            dead_letters_for(producer, settings),
+        await dead_letters_for(producer, settings).send(
             [
                 DeadLetter(
                     Source(tournaments(stack), 0, 3, b"T2", BAD, 0, tuple(HEADERS)),

@@ -87,9 +87,7 @@ class FideCalendarCodec:
 
     @staticmethod
     def from_marks(version: int, places: Mapping[str, int | None]) -> str | None:
-        """L from the places of the marks (not kept for fide: `partial` is False; for completeness)."""
-        marked = [(p, m) for m, p in places.items() if p is not None and p < version]
-        return max(marked)[1] if marked else None
+        raise TypeError("fide's calendar is one value (decode): its marks are not kept")
 
     @staticmethod
     def number(calendar: object) -> int | None:
